@@ -1,0 +1,239 @@
+// Package config loads, validates and edits Raven's one configuration file,
+// <data dir>/config.json, with typed sections and documented defaults.
+package config
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+)
+
+// Config is the whole configuration file. Every section has defaults, so an
+// absent or empty file is valid.
+type Config struct {
+	// Model is "provider/model" (openai/gpt-4o-mini, ollama/qwen2.5:7b,
+	// anthropic/claude-sonnet-4-5) or "scripted:PATH". Empty: no model.
+	Model     string          `json:"model"`
+	Providers ProvidersConfig `json:"providers"`
+	Agent     AgentConfig     `json:"agent"`
+	Tools     ToolsConfig     `json:"tools"`
+	Sentinel  SentinelConfig  `json:"sentinel"`
+	Cron      CronConfig      `json:"cron"`
+	Heartbeat HeartbeatConfig `json:"heartbeat"`
+	Gateway   GatewayConfig   `json:"gateway"`
+	Channels  ChannelsConfig  `json:"channels"`
+	Log       LogConfig       `json:"log"`
+}
+
+// ProvidersConfig holds endpoint settings. Secrets are better given through
+// the environment (OPENAI_API_KEY, ANTHROPIC_API_KEY), which wins over the file.
+type ProvidersConfig struct {
+	OpenAI    EndpointConfig `json:"openai"`
+	Anthropic EndpointConfig `json:"anthropic"`
+	Ollama    EndpointConfig `json:"ollama"`
+	// MaxAttempts bounds retries on 429/5xx per model call.
+	MaxAttempts int      `json:"max_attempts"`
+	Timeout     Duration `json:"timeout"`
+}
+
+// EndpointConfig is one provider endpoint.
+type EndpointConfig struct {
+	APIKey  string `json:"api_key,omitempty"`
+	BaseURL string `json:"base_url,omitempty"`
+}
+
+// AgentConfig tunes the turn loop.
+type AgentConfig struct {
+	SystemPrompt string `json:"system_prompt,omitempty"`
+	// MaxIterations caps model calls per turn.
+	MaxIterations int `json:"max_iterations"`
+	// HistoryTailBytes is how much of HISTORY.md's end goes into the prompt.
+	HistoryTailBytes int `json:"history_tail_bytes"`
+	// RecentMessages is how many session messages go into the prompt.
+	RecentMessages int `json:"recent_messages"`
+	MaxTokens      int `json:"max_tokens"`
+}
+
+// LogConfig selects the log format and level.
+type LogConfig struct {
+	Format string `json:"format"` // text | json
+	Level  string `json:"level"`  // debug | info | warn | error
+}
+
+// Default returns the configuration used when the file is absent.
+func Default() Config {
+	return Config{
+		Providers: ProvidersConfig{MaxAttempts: 3, Timeout: Duration(120 * time.Second)},
+		Agent:     AgentConfig{MaxIterations: 20, HistoryTailBytes: 8 << 10, RecentMessages: 40, MaxTokens: 4096},
+		Tools:     defaultTools(),
+		Sentinel:  defaultSentinel(),
+		Cron:      defaultCron(),
+		Heartbeat: defaultHeartbeat(),
+		Gateway:   defaultGateway(),
+		Channels:  defaultChannels(),
+		Log:       LogConfig{Format: "text", Level: "info"},
+	}
+}
+
+// Error is a configuration problem, naming the file and the key.
+type Error struct {
+	File string
+	Key  string
+	Msg  string
+}
+
+func (e *Error) Error() string {
+	switch {
+	case e.File != "" && e.Key != "":
+		return fmt.Sprintf("config %s: %s: %s", e.File, e.Key, e.Msg)
+	case e.Key != "":
+		return fmt.Sprintf("config: %s: %s", e.Key, e.Msg)
+	default:
+		return fmt.Sprintf("config %s: %s", e.File, e.Msg)
+	}
+}
+
+// maxFileSize bounds the config file: it is hand-edited, never large.
+const maxFileSize = 1 << 20
+
+// Load reads path over the defaults. A missing file yields the defaults.
+func Load(path string) (Config, error) {
+	cfg := Default()
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return cfg, nil
+	}
+	if err != nil {
+		return cfg, &Error{File: path, Msg: err.Error()}
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxFileSize+1))
+	if err != nil {
+		return cfg, &Error{File: path, Msg: err.Error()}
+	}
+	if len(data) > maxFileSize {
+		return cfg, &Error{File: path, Msg: "file is larger than 1 MiB"}
+	}
+	if err := decodeStrict(data, &cfg); err != nil {
+		var ce *Error
+		if errors.As(err, &ce) {
+			ce.File = path
+			return cfg, ce
+		}
+		return cfg, &Error{File: path, Msg: err.Error()}
+	}
+	if err := cfg.Validate(); err != nil {
+		var ce *Error
+		if errors.As(err, &ce) {
+			ce.File = path
+		}
+		return cfg, err
+	}
+	return cfg, nil
+}
+
+// decodeStrict decodes data into cfg, rejecting unknown keys and type
+// mismatches with an Error naming the dotted key.
+func decodeStrict(data []byte, cfg *Config) error {
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(cfg); err != nil {
+		var te *json.UnmarshalTypeError
+		var se *json.SyntaxError
+		switch {
+		case errors.As(err, &te):
+			return &Error{Key: te.Field, Msg: fmt.Sprintf("want %s, got JSON %s", te.Type, te.Value)}
+		case errors.As(err, &se):
+			return &Error{Msg: fmt.Sprintf("malformed JSON at byte %d: %v", se.Offset, err)}
+		case strings.HasPrefix(err.Error(), "json: unknown field "):
+			return &Error{Key: strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`), Msg: "unknown key"}
+		}
+		var ce *Error
+		if errors.As(err, &ce) {
+			return ce
+		}
+		return &Error{Msg: err.Error()}
+	}
+	if dec.More() {
+		return &Error{Msg: "trailing data after the JSON object"}
+	}
+	return nil
+}
+
+// Validate checks every section, returning the first problem as an *Error.
+func (c *Config) Validate() error {
+	if c.Model != "" && !strings.HasPrefix(c.Model, "scripted:") {
+		p, m, ok := strings.Cut(c.Model, "/")
+		if !ok || m == "" {
+			return &Error{Key: "model", Msg: fmt.Sprintf("%q is not provider/model (e.g. openai/gpt-4o-mini, ollama/qwen2.5:7b)", c.Model)}
+		}
+		switch p {
+		case "openai", "ollama", "anthropic":
+		default:
+			return &Error{Key: "model", Msg: fmt.Sprintf("unknown provider %q (want openai, ollama, anthropic or scripted:PATH)", p)}
+		}
+	}
+	checks := []struct {
+		key string
+		ok  bool
+		msg string
+	}{
+		{"providers.max_attempts", c.Providers.MaxAttempts >= 1 && c.Providers.MaxAttempts <= 10, "must be 1..10"},
+		{"providers.timeout", c.Providers.Timeout >= Duration(time.Second), "must be at least 1s"},
+		{"agent.max_iterations", c.Agent.MaxIterations >= 1 && c.Agent.MaxIterations <= 200, "must be 1..200"},
+		{"agent.history_tail_bytes", c.Agent.HistoryTailBytes >= 0 && c.Agent.HistoryTailBytes <= 1<<20, "must be 0..1048576"},
+		{"agent.recent_messages", c.Agent.RecentMessages >= 0 && c.Agent.RecentMessages <= 1000, "must be 0..1000"},
+		{"agent.max_tokens", c.Agent.MaxTokens >= 1, "must be positive"},
+		{"log.format", c.Log.Format == "text" || c.Log.Format == "json", `must be "text" or "json"`},
+		{"log.level", oneOf(c.Log.Level, "debug", "info", "warn", "error"), "must be debug, info, warn or error"},
+	}
+	for _, ch := range checks {
+		if !ch.ok {
+			return &Error{Key: ch.key, Msg: ch.msg}
+		}
+	}
+	for _, v := range []func() error{c.Tools.validate, c.Sentinel.validate, c.Cron.validate, c.Heartbeat.validate, c.Gateway.validate, c.Channels.validate} {
+		if err := v(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func oneOf(s string, opts ...string) bool {
+	for _, o := range opts {
+		if s == o {
+			return true
+		}
+	}
+	return false
+}
+
+// Duration is a time.Duration written as a Go duration string ("30m", "1h").
+type Duration time.Duration
+
+// D returns the time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }
+
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
+
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("want a duration string such as \"30m\"")
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("bad duration %q: want e.g. \"90s\", \"30m\", \"1h\"", s)
+	}
+	*d = Duration(v)
+	return nil
+}

@@ -1,0 +1,82 @@
+// Package sqlitedb opens Raven's embedded SQLite database (raven.db, WAL mode)
+// and applies each component's schema migrations exactly once.
+package sqlitedb
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+
+	_ "modernc.org/sqlite" // registers the pure-Go "sqlite" driver
+)
+
+// Open opens (creating if needed) the database at path with WAL journaling,
+// a busy timeout so concurrent processes wait instead of failing, and foreign keys on.
+func Open(path string) (*sql.DB, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("sqlitedb: mkdir for %s: %w", path, err)
+	}
+	q := url.Values{}
+	for _, p := range []string{"journal_mode(WAL)", "busy_timeout(10000)", "foreign_keys(ON)", "synchronous(NORMAL)"} {
+		q.Add("_pragma", p)
+	}
+	q.Set("_txlock", "immediate")
+	db, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
+	if err != nil {
+		return nil, fmt.Errorf("sqlitedb: open %s: %w", path, err)
+	}
+	if err := db.Ping(); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("sqlitedb: open %s: %w", path, err)
+	}
+	if err := os.Chmod(path, 0o600); err != nil && !os.IsNotExist(err) {
+		db.Close()
+		return nil, fmt.Errorf("sqlitedb: chmod %s: %w", path, err)
+	}
+	return db, nil
+}
+
+// Migrate applies the migrations of component that have not been applied
+// yet, each in its own transaction. migrations[i] is version i+1; append
+// only, never edit a released one.
+func Migrate(ctx context.Context, db *sql.DB, component string, migrations []string) error {
+	if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+		component TEXT NOT NULL, version INTEGER NOT NULL, PRIMARY KEY (component, version))`); err != nil {
+		return fmt.Errorf("sqlitedb: migrate %s: %w", component, err)
+	}
+	for i, stmt := range migrations {
+		version := i + 1
+		if err := apply(ctx, db, component, version, stmt); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func apply(ctx context.Context, db *sql.DB, component string, version int, stmt string) error {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("sqlitedb: migrate %s v%d: %w", component, version, err)
+	}
+	defer tx.Rollback()
+	var n int
+	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM schema_migrations WHERE component = ? AND version = ?`, component, version).Scan(&n); err != nil {
+		return fmt.Errorf("sqlitedb: migrate %s v%d: %w", component, version, err)
+	}
+	if n > 0 {
+		return nil
+	}
+	if _, err := tx.ExecContext(ctx, stmt); err != nil {
+		return fmt.Errorf("sqlitedb: migrate %s v%d: %w", component, version, err)
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (component, version) VALUES (?, ?)`, component, version); err != nil {
+		return fmt.Errorf("sqlitedb: migrate %s v%d: %w", component, version, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("sqlitedb: migrate %s v%d: %w", component, version, err)
+	}
+	return nil
+}
