@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 	"time"
 )
@@ -310,5 +311,6 @@ func (c Config) Validate() error {
 	if len(errs) == 0 {
 		return nil
 	}
+	sort.Strings(errs)
 	return errors.New("policy: invalid config: " + strings.Join(errs, "; "))
 }

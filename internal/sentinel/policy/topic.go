@@ -77,7 +77,6 @@ var stopwords = map[string]struct{}{
 // keywords (lower case, stopwords and short words dropped) in sorted order
 // joined by '-', so rephrasings of the same reminder share a tag.
 func appendTopic(dst []byte, content string) []byte {
-	var words [topicKeys][2]int // start,end offsets into content
 	var lower [topicKeys][24]byte
 	var lens [topicKeys]int
 	n := 0
@@ -110,7 +109,6 @@ func appendTopic(dst []byte, content string) []byte {
 		if digits {
 			continue
 		}
-		words[n] = [2]int{start, i}
 		lens[n] = len(w)
 		n++
 	}
@@ -132,7 +130,6 @@ func appendTopic(dst []byte, content string) []byte {
 			}
 		}
 	}
-	_ = words
 	if n == 0 {
 		dst = append(dst, "general"...)
 	}
