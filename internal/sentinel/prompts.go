@@ -1,0 +1,201 @@
+package sentinel
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/raven-agent/raven/internal/llm"
+	"github.com/raven-agent/raven/internal/sentinel/policy"
+)
+
+// PlannerToolName is the one tool the planner must call.
+const PlannerToolName = "planner_decision"
+
+// SystemPrompt is the planner's identity, the five actions, and the bias
+// towards skip: an unwanted nudge costs the owner more than a missed one.
+const SystemPrompt = `You are the Sentinel of Raven, a personal AI agent. Every tick you decide whether Raven should reach out to its owner on its own, and how. You never talk to the owner directly: you call the planner_decision tool exactly once.
+
+Actions:
+- skip: nothing clearly worth the owner's attention right now. This is the default.
+- nudge: send a short standalone message now (a reminder, a heads-up). Needs nudge_message.
+- nudge_inject: the owner is mid-conversation; append the message to Raven's next reply in target_session instead of interrupting. Needs nudge_message and target_session.
+- nudge_defer: the owner is busy in a thread; wait until it settles, then send. Needs nudge_message and defer_condition (what "settled" means).
+- spawn_agent: a multi-step background task would genuinely help (a digest, a status check). Needs spawn_task, a self-contained instruction.
+
+Rules:
+- Default to skip unless reaching out is clearly worthwhile, timely and not something the owner already handled (read the recent history).
+- Never repeat the last decision or a topic in fire_history the owner recently dismissed.
+- Respect the policy state: in quiet hours or with no quota left, only a high-priority deadline may justify anything.
+- A low multiplier means the owner has been ignoring nudges: raise your bar.
+- Use priority high only for hard deadlines with real consequences.
+- Keep nudge_message to one or two friendly sentences, in the owner's language.
+- proactivity_score is your confidence (0 to 1) that reaching out now is welcome.`
+
+// PlannerTool is the planner_decision tool. Only action, reason and
+// proactivity_score are required by the schema; the planner enforces the
+// conditionally required fields itself.
+func PlannerTool() llm.Tool {
+	actions := make([]any, len(Actions))
+	for i, a := range Actions {
+		actions[i] = string(a)
+	}
+	str := func(desc string) map[string]any { return map[string]any{"type": "string", "description": desc} }
+	return llm.Tool{
+		Name:        PlannerToolName,
+		Description: "Record the Sentinel's decision for this tick.",
+		Parameters: map[string]any{
+			"type": "object",
+			"properties": map[string]any{
+				"action":            map[string]any{"type": "string", "enum": actions, "description": "what to do this tick"},
+				"reason":            str("one sentence: why"),
+				"priority":          map[string]any{"type": "string", "enum": []any{"low", "medium", "high"}},
+				"proactivity_score": map[string]any{"type": "number", "minimum": 0, "maximum": 1, "description": "confidence that reaching out now is welcome"},
+				"target_session":    str(`"channel:chat_id" of the session to reach; empty for the most recent`),
+				"nudge_message":     str("the message for nudge, nudge_inject and nudge_defer"),
+				"spawn_task":        str("the self-contained task for spawn_agent"),
+				"defer_condition":   str("for nudge_defer: what settled means"),
+				"topic":             str("optional short topic tag, e.g. tax-return"),
+			},
+			"required": []any{"action", "reason", "proactivity_score"},
+		},
+	}
+}
+
+// RenderContext renders the planner context to the markdown user prompt.
+// Sections with nothing to say are omitted rather than left empty, so the
+// prompt stays short on quiet days.
+func RenderContext(pc PlannerContext) string {
+	var b strings.Builder
+	b.Grow(len(pc.MemoryMD) + len(pc.HistoryMDRecent) + len(pc.AttentionMD) + len(pc.BehaviorsRecent) + 1024)
+	now := pc.Now
+	fmt.Fprintf(&b, "# Now\n%s (%s)\n", now.Format("2006-01-02 15:04 MST"), now.Weekday())
+
+	ps := pc.NudgePolicyState
+	b.WriteString("\n# Nudge policy\n")
+	if ps.Now.IsZero() {
+		b.WriteString("unknown (assume strict)\n")
+	} else {
+		fmt.Fprintf(&b, "- in quiet hours: %t", ps.InQuietHours)
+		if ps.QuietHours != "" {
+			fmt.Fprintf(&b, " (quiet hours %s)", ps.QuietHours)
+		}
+		fmt.Fprintf(&b, "\n- nudges left today: %d, this hour: %d, spawns left today: %d\n", ps.DayLeft, ps.HourLeft, ps.SpawnDayLeft)
+		fmt.Fprintf(&b, "- engagement multiplier: %.2f (1 = baseline; lower = owner ignores nudges)\n", ps.Multiplier)
+		if ps.InDND {
+			b.WriteString("- do-not-disturb window now\n")
+		}
+		if ps.Weekend {
+			b.WriteString("- weekend: yes (be sparing)\n")
+		}
+		if !ps.DismissalCooldownUntil.IsZero() {
+			b.WriteString("- the owner recently dismissed a nudge\n")
+		}
+	}
+
+	if d := pc.LastDecision; d != nil {
+		fmt.Fprintf(&b, "\n# Last decision\n%s at %s: %s", d.Action, d.At.Format("15:04"), d.Reason)
+		if d.NudgeMessage != "" {
+			fmt.Fprintf(&b, " — message: %q", d.NudgeMessage)
+		}
+		b.WriteByte('\n')
+	}
+
+	if len(pc.DueDeadlines) > 0 {
+		b.WriteString("\n# Planned deadline reminders due now (judge from history whether still needed)\n")
+		for _, s := range pc.DueDeadlines {
+			fmt.Fprintf(&b, "- [%s] %s (priority %s, until %s)\n", s.ID, s.Message, orLow(s.Priority), s.End.Format("15:04"))
+		}
+	}
+
+	if len(pc.FireHistory) > 0 {
+		b.WriteString("\n# Recently fired topics\n")
+		for _, f := range policy.TopicsByRecency(pc.FireHistory) {
+			fmt.Fprintf(&b, "- %s: fired %d× this week, last %s ago, accepted %d, dismissed %d\n", f.Topic, f.FiresLastWeek, ago(now, f.LastFired), f.Accepted, f.Dismissed)
+		}
+	}
+
+	if len(pc.ActiveSessions) > 0 {
+		b.WriteString("\n# Active sessions\n")
+		for _, s := range pc.ActiveSessions {
+			fmt.Fprintf(&b, "- %s (last active %s ago)", s.Key, ago(now, s.LastActive))
+			if s.LastUser != "" {
+				fmt.Fprintf(&b, "\n  owner: %s", oneLine(s.LastUser, 200))
+			}
+			if s.LastAssistant != "" {
+				fmt.Fprintf(&b, "\n  raven: %s", oneLine(s.LastAssistant, 200))
+			}
+			b.WriteByte('\n')
+		}
+	}
+
+	if len(pc.Calendar) > 0 {
+		b.WriteString("\n# Calendar\n")
+		for _, c := range pc.Calendar {
+			fmt.Fprintf(&b, "- %s %s", c.Start.Format("Mon 15:04"), c.Title)
+			if c.Location != "" {
+				fmt.Fprintf(&b, " @ %s", c.Location)
+			}
+			b.WriteByte('\n')
+		}
+	}
+
+	if len(pc.Routines) > 0 {
+		b.WriteString("\n# Routines\n")
+		for _, r := range pc.Routines {
+			fmt.Fprintf(&b, "- %s", r.Description)
+			if r.When != "" {
+				fmt.Fprintf(&b, " (%s)", r.When)
+			}
+			b.WriteByte('\n')
+		}
+	}
+
+	section(&b, "Attention", pc.AttentionMD)
+	section(&b, "Recent behaviour", pc.BehaviorsRecent)
+	section(&b, "Long-term memory (MEMORY.md)", pc.MemoryMD)
+	section(&b, "Recent history (tail of HISTORY.md)", pc.HistoryMDRecent)
+	b.WriteString("\nDecide now by calling planner_decision once.\n")
+	return b.String()
+}
+
+func section(b *strings.Builder, title, body string) {
+	body = strings.TrimSpace(body)
+	if body == "" {
+		return
+	}
+	fmt.Fprintf(b, "\n# %s\n%s\n", title, body)
+}
+
+func orLow(p Priority) Priority {
+	if p == "" {
+		return PriorityLow
+	}
+	return p
+}
+
+func ago(now, t time.Time) string {
+	if t.IsZero() {
+		return "?"
+	}
+	d := now.Sub(t)
+	if d < 0 {
+		d = 0
+	}
+	return d.Round(time.Minute).String()
+}
+
+// oneLine flattens s to one line of at most n bytes (on a rune boundary).
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && !isRuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
+func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
