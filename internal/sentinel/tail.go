@@ -71,8 +71,13 @@ func ReadHead(path string, n int) ([]byte, error) {
 	}
 	buf = buf[:m]
 	if m == n {
-		for len(buf) > 0 && !utf8.Valid(buf[max(0, len(buf)-utf8.UTFMax):]) && !utf8.RuneStart(buf[len(buf)-1]) {
-			buf = buf[:len(buf)-1]
+		for i := len(buf) - 1; i >= 0 && i >= len(buf)-utf8.UTFMax; i-- {
+			if utf8.RuneStart(buf[i]) {
+				if !utf8.FullRune(buf[i:]) {
+					buf = buf[:i]
+				}
+				break
+			}
 		}
 	}
 	return buf, nil

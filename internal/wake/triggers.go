@@ -247,7 +247,10 @@ func (s *TriggerStore) read() (triggersFile, error) {
 	var perr error
 	if len(data) > maxTriggersFile {
 		perr = fmt.Errorf("file is larger than %d bytes", maxTriggersFile)
-	} else if err := json.Unmarshal(data, &f); err != nil {
+	} else if err := json.Unmarshal(data, &f); err != nil || f.Version == 0 && !bytes.Contains(data, []byte(`"version"`)) {
+		if err == nil {
+			err = errors.New("no version field")
+		}
 		perr = err
 	} else if f.Version > triggersVersion {
 		return f, fmt.Errorf("%s has schema version %d; this raven understands %d (upgrade raven)", s.path, f.Version, triggersVersion)

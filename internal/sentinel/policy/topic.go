@@ -63,14 +63,14 @@ func contentHash(s string) uint64 {
 
 var stopwords = map[string]struct{}{
 	"the": {}, "and": {}, "for": {}, "you": {}, "your": {}, "are": {}, "was": {}, "with": {}, "that": {},
-	"this": {}, "have": {}, "has": {}, "had": {}, "not": {}, "but": {}, "don": {}, "didn": {}, "can": {},
+	"this": {}, "have": {}, "has": {}, "had": {}, "not": {}, "but": {}, "dont": {}, "didnt": {}, "can": {}, "cant": {}, "wont": {},
 	"will": {}, "just": {}, "about": {}, "from": {}, "into": {}, "they": {}, "them": {}, "what": {},
 	"when": {}, "where": {}, "which": {}, "who": {}, "how": {}, "why": {}, "all": {}, "any": {}, "out": {},
-	"our": {}, "its": {}, "it's": {}, "there": {}, "their": {}, "then": {}, "than": {}, "some": {},
+	"our": {}, "its": {}, "isnt": {}, "doesnt": {}, "arent": {}, "there": {}, "their": {}, "then": {}, "than": {}, "some": {},
 	"remind": {}, "reminder": {}, "reminding": {}, "forget": {}, "remember": {}, "please": {}, "hey": {},
 	"today": {}, "tomorrow": {}, "tonight": {}, "now": {}, "soon": {}, "later": {}, "still": {}, "want": {},
 	"need": {}, "should": {}, "would": {}, "could": {}, "maybe": {}, "also": {}, "quick": {}, "time": {},
-	"yet": {}, "let": {}, "get": {}, "got": {}, "you're": {}, "i'm": {}, "off": {}, "via": {}, "per": {},
+	"yet": {}, "let": {}, "get": {}, "got": {}, "youre": {}, "ive": {}, "off": {}, "via": {}, "per": {},
 }
 
 // appendTopic appends the topic tag of content to dst: up to three
@@ -92,10 +92,14 @@ func appendTopic(dst []byte, content string) []byte {
 		if len(w) < 3 || len(w) > 24 {
 			continue
 		}
-		l := lower[n][:len(w)]
+		k := 0
 		for j := 0; j < len(w); j++ {
-			l[j] = lowerASCII(w[j])
+			if w[j] != '\'' {
+				lower[n][k] = lowerASCII(w[j])
+				k++
+			}
 		}
+		l := lower[n][:k]
 		if _, stop := stopwords[string(l)]; stop {
 			continue
 		}
@@ -109,7 +113,7 @@ func appendTopic(dst []byte, content string) []byte {
 		if digits {
 			continue
 		}
-		lens[n] = len(w)
+		lens[n] = k
 		n++
 	}
 	// Insertion sort of at most three keywords.
@@ -124,11 +128,7 @@ func appendTopic(dst []byte, content string) []byte {
 		if i > 0 {
 			dst = append(dst, '-')
 		}
-		for _, c := range lower[order[i]][:lens[order[i]]] {
-			if c != '\'' {
-				dst = append(dst, c)
-			}
-		}
+		dst = append(dst, lower[order[i]][:lens[order[i]]]...)
 	}
 	if n == 0 {
 		dst = append(dst, "general"...)

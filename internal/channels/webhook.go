@@ -1,0 +1,191 @@
+package channels
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/raven-agent/raven/internal/clock"
+	"github.com/raven-agent/raven/internal/spine"
+)
+
+// WebhookChannel is the channel name of the signed HTTP webhook.
+const WebhookChannel = "webhook"
+
+// Webhook inbound limits.
+const (
+	maxChatIDLen        = 128
+	defaultMaxBody      = 64 << 10
+	defaultWindow       = 5 * time.Minute
+	defaultSeenCapacity = 10000
+)
+
+// WebhookHandlerOptions configure the inbound webhook.
+type WebhookHandlerOptions struct {
+	// Name is the hook name: the handler serves POST /hooks/<Name>.
+	Name   string
+	Secret []byte
+	// Window bounds timestamp skew (default 5m); a signature is also
+	// remembered for this long to refuse replays.
+	Window time.Duration
+	// MaxBody caps the request body (default 64 KiB).
+	MaxBody int64
+	// SeenCapacity bounds the replay cache (default 10000).
+	SeenCapacity int
+	Inbound      Inbound
+	Clock        clock.Clock
+	Log          *slog.Logger
+}
+
+// WebhookHandler serves POST /hooks/<name>.
+type WebhookHandler struct {
+	o    WebhookHandlerOptions
+	path string
+
+	mu   sync.Mutex
+	seen map[string]time.Time // MAC hex → expiry
+}
+
+// inboundBody is the strict JSON body of an inbound hook.
+type inboundBody struct {
+	ChatID string `json:"chat_id"`
+	Text   string `json:"text"`
+}
+
+// NewWebhookHandler returns the inbound handler. It refuses an empty secret:
+// an unsigned hook would let anyone on the network drive the agent.
+func NewWebhookHandler(o WebhookHandlerOptions) (*WebhookHandler, error) {
+	if len(o.Secret) == 0 {
+		return nil, errors.New("channels: webhook secret is empty (set channels.webhook.secret or RAVEN_WEBHOOK_SECRET)")
+	}
+	if o.Name == "" || o.Inbound == nil || o.Clock == nil {
+		return nil, errors.New("channels: webhook handler needs Name, Inbound and Clock")
+	}
+	if o.Window <= 0 {
+		o.Window = defaultWindow
+	}
+	if o.MaxBody <= 0 {
+		o.MaxBody = defaultMaxBody
+	}
+	if o.SeenCapacity <= 0 {
+		o.SeenCapacity = defaultSeenCapacity
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	return &WebhookHandler{o: o, path: "/hooks/" + o.Name, seen: make(map[string]time.Time)}, nil
+}
+
+// Path is the URL path the handler serves.
+func (h *WebhookHandler) Path() string { return h.path }
+
+func (h *WebhookHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path != h.path {
+		http.NotFound(w, r)
+		return
+	}
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		httpError(w, http.StatusMethodNotAllowed, "method not allowed")
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.o.MaxBody))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			httpError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("body larger than %d bytes", h.o.MaxBody))
+			return
+		}
+		httpError(w, http.StatusBadRequest, "cannot read body")
+		return
+	}
+	log := h.o.Log.With("hook", h.o.Name, "remote", r.RemoteAddr)
+	now := h.o.Clock.Now()
+	ts, sig, err := Verify(h.o.Secret, r.Header.Get(SignatureHeader), body, now, h.o.Window)
+	if err != nil {
+		log.Warn("webhook refused", "err", err)
+		httpError(w, http.StatusUnauthorized, err.Error())
+		return
+	}
+	switch err := h.remember(sig, ts.Add(h.o.Window), now); {
+	case errors.Is(err, ErrReplayed):
+		log.Warn("webhook replay refused")
+		httpError(w, http.StatusConflict, err.Error())
+		return
+	case err != nil:
+		log.Warn("webhook refused", "err", err)
+		httpError(w, http.StatusTooManyRequests, err.Error())
+		return
+	}
+	var in inboundBody
+	if err := decodeStrictJSON(body, &in); err != nil {
+		httpError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	switch {
+	case in.ChatID == "" || len(in.ChatID) > maxChatIDLen:
+		httpError(w, http.StatusBadRequest, fmt.Sprintf("chat_id must be 1..%d bytes", maxChatIDLen))
+		return
+	case in.Text == "":
+		httpError(w, http.StatusBadRequest, "text must not be empty")
+		return
+	}
+	req := spine.TurnRequest{Origin: spine.OriginUser, Channel: WebhookChannel, ChatID: in.ChatID, Content: in.Text}
+	if err := h.o.Inbound(r.Context(), req); err != nil {
+		log.Error("webhook inbound dispatch failed", "chat_id", in.ChatID, "err", err)
+		httpError(w, http.StatusServiceUnavailable, "not accepted")
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusAccepted)
+	_, _ = io.WriteString(w, `{"status":"accepted"}`+"\n")
+}
+
+// errSeenFull refuses new requests while the replay cache is full of live
+// entries: evicting one would reopen it to replay.
+var errSeenFull = errors.New("webhook: too many requests in the replay window")
+
+// remember records sig until expiry, refusing one already seen.
+func (h *WebhookHandler) remember(sig string, expiry, now time.Time) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if exp, ok := h.seen[sig]; ok && now.Before(exp) {
+		return ErrReplayed
+	}
+	if len(h.seen) >= h.o.SeenCapacity {
+		for k, exp := range h.seen {
+			if !now.Before(exp) {
+				delete(h.seen, k)
+			}
+		}
+		if len(h.seen) >= h.o.SeenCapacity {
+			return errSeenFull
+		}
+	}
+	h.seen[sig] = expiry
+	return nil
+}
+
+func decodeStrictJSON(body []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("bad JSON body: %w", err)
+	}
+	if err := dec.Decode(new(json.RawMessage)); err != io.EOF {
+		return errors.New("bad JSON body: trailing data")
+	}
+	return nil
+}
+
+func httpError(w http.ResponseWriter, code int, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(map[string]string{"error": msg})
+}

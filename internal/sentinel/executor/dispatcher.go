@@ -1,0 +1,153 @@
+package executor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync/atomic"
+
+	"github.com/raven-agent/raven/internal/clock"
+	"github.com/raven-agent/raven/internal/sentinel/policy"
+	"github.com/raven-agent/raven/internal/spine"
+)
+
+// DispatcherOptions are the NudgeDispatcher's dependencies.
+type DispatcherOptions struct {
+	Gate Gate
+	// Post may be nil here and bound later with SetPost (the hub is built
+	// after the dispatcher in the gateway).
+	Post PostFunc
+	// Targets resolves a session to outlets; nil sends to the session itself.
+	Targets     TargetsFunc
+	OnDelivered DeliveredFunc
+	Clock       clock.Clock
+	Logger      *slog.Logger
+}
+
+// NudgeDispatcher posts standalone proactive messages through the hub. It
+// keeps no state of its own: quotas live in the policy it consults, and it
+// never re-enters the agent loop, so the agent cannot "act on" a reminder.
+type NudgeDispatcher struct {
+	o    DispatcherOptions
+	post atomic.Pointer[PostFunc]
+}
+
+// ErrNoPost is the delivery error before a post function was bound.
+var ErrNoPost = errors.New("executor: dispatcher has no post function bound")
+
+// NewDispatcher returns a dispatcher.
+func NewDispatcher(opts DispatcherOptions) *NudgeDispatcher {
+	if opts.Clock == nil {
+		opts.Clock = clock.Real()
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	d := &NudgeDispatcher{o: opts}
+	if opts.Post != nil {
+		d.SetPost(opts.Post)
+	}
+	return d
+}
+
+// SetPost binds the post function (late binding).
+func (d *NudgeDispatcher) SetPost(p PostFunc) { d.post.Store(&p) }
+
+// Targets resolves session through the configured resolver.
+func (d *NudgeDispatcher) Targets(session string) []Target {
+	if d.o.Targets != nil {
+		if t := d.o.Targets(session); len(t) > 0 {
+			return t
+		}
+	}
+	if ch, id, ok := spine.SplitConversationKey(session); ok {
+		return []Target{{Channel: ch, ChatID: id}}
+	}
+	return nil
+}
+
+// Dispatch checks the policy, posts n to its targets and, only if at least
+// one delivery succeeded, records the fire. A failed delivery costs no quota.
+func (d *NudgeDispatcher) Dispatch(ctx context.Context, n Nudge) Result {
+	if strings.TrimSpace(n.Message) == "" {
+		return denied("input", "empty nudge message")
+	}
+	return d.deliver(ctx, n, n.Message, nil)
+}
+
+// DispatchOptions posts a rendered task-discovery menu verbatim: it is the
+// finished artifact, and paraphrasing it through the agent would break the
+// numbering the pick router relies on.
+func (d *NudgeDispatcher) DispatchOptions(ctx context.Context, pd PendingDecision) Result {
+	if len(pd.Options) == 0 {
+		return denied("input", "pending decision has no options")
+	}
+	n := Nudge{Action: policy.ActionNudge, Message: RenderMenu(pd), Session: pd.Session, Priority: pd.Priority, Topic: pd.Topic, Reason: "task discovery"}
+	return d.deliver(ctx, n, n.Message, map[string]any{"pending_decision": pd.ID})
+}
+
+func (d *NudgeDispatcher) deliver(ctx context.Context, n Nudge, content string, extras map[string]any) Result {
+	req := n.request()
+	var v policy.Verdict
+	if d.o.Gate != nil {
+		v = d.o.Gate.Check(ctx, req)
+		if !v.Allow {
+			return Result{Verdict: v}
+		}
+	} else {
+		v = policy.Verdict{Allow: true}
+	}
+	res := d.post(ctx, n.Session, content, extras)
+	res.Verdict = v
+	if !res.Delivered {
+		d.o.Logger.Warn("sentinel: nudge not delivered; quota not charged", "session", n.Session, "err", res.Error)
+		return res
+	}
+	res.NudgeID = d.record(ctx, req)
+	if d.o.OnDelivered != nil {
+		d.o.OnDelivered(ctx, Delivery{
+			NudgeID: res.NudgeID, Action: req.Action, Session: strings.Join(res.Targets, ","), Content: content,
+			Topic: n.Topic, Priority: n.Priority, At: d.o.Clock.Now(),
+		})
+	}
+	return res
+}
+
+func (d *NudgeDispatcher) record(ctx context.Context, req policy.Request) string {
+	if d.o.Gate == nil {
+		return ""
+	}
+	id, err := d.o.Gate.RecordFired(ctx, req)
+	if err != nil {
+		// Delivered but not charged: log loudly rather than pretend it failed.
+		d.o.Logger.Error("sentinel: nudge delivered but fire not recorded", "err", err)
+	}
+	return id
+}
+
+// post sends content to every target of session, ungated.
+func (d *NudgeDispatcher) post(ctx context.Context, session, content string, extras map[string]any) Result {
+	p := d.post.Load()
+	if p == nil || *p == nil {
+		return Result{Error: ErrNoPost.Error()}
+	}
+	targets := d.Targets(session)
+	if len(targets) == 0 {
+		return Result{Error: fmt.Sprintf("no delivery target for session %q", session)}
+	}
+	var res Result
+	var errs []string
+	for _, t := range targets {
+		m := spine.Message{Channel: t.Channel, ChatID: t.ChatID, Content: content, Origin: spine.OriginSentinel, Proactive: true, Extras: extras}
+		if err := (*p)(ctx, m); err != nil {
+			errs = append(errs, err.Error())
+			continue
+		}
+		res.Delivered = true
+		res.Targets = append(res.Targets, t.Key())
+	}
+	res.Error = strings.Join(errs, "; ")
+	return res
+}
