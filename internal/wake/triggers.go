@@ -244,13 +244,11 @@ func (s *TriggerStore) read() (triggersFile, error) {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return f, nil
 	}
+	f.Version = 0 // a file without a version field is not ours
 	var perr error
 	if len(data) > maxTriggersFile {
 		perr = fmt.Errorf("file is larger than %d bytes", maxTriggersFile)
-	} else if err := json.Unmarshal(data, &f); err != nil || f.Version == 0 && !bytes.Contains(data, []byte(`"version"`)) {
-		if err == nil {
-			err = errors.New("no version field")
-		}
+	} else if err := json.Unmarshal(data, &f); err != nil {
 		perr = err
 	} else if f.Version > triggersVersion {
 		return f, fmt.Errorf("%s has schema version %d; this raven understands %d (upgrade raven)", s.path, f.Version, triggersVersion)

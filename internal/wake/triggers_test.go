@@ -197,11 +197,18 @@ func TestTriggerAddBadInput(t *testing.T) {
 }
 
 func TestTriggerAddBounded(t *testing.T) {
-	st := NewTriggerStore(filepath.Join(t.TempDir(), "triggers.json"), nil, nil)
-	for range MaxPendingTriggers {
-		if _, err := st.Add(context.Background(), TriggerTick, ""); err != nil {
-			t.Fatal(err)
-		}
+	path := filepath.Join(t.TempDir(), "triggers.json")
+	f := triggersFile{Version: 1, Triggers: make([]Trigger, MaxPendingTriggers-1)}
+	for i := range f.Triggers {
+		f.Triggers[i] = Trigger{ID: fmt.Sprint(i), Kind: TriggerTick}
+	}
+	raw, _ := json.Marshal(f)
+	if err := os.WriteFile(path, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	st := NewTriggerStore(path, nil, nil)
+	if _, err := st.Add(context.Background(), TriggerTick, ""); err != nil {
+		t.Fatal(err)
 	}
 	if _, err := st.Add(context.Background(), TriggerTick, ""); !errors.Is(err, ErrTooManyTriggers) {
 		t.Fatalf("err = %v", err)

@@ -31,7 +31,7 @@ type DispatcherOptions struct {
 // never re-enters the agent loop, so the agent cannot "act on" a reminder.
 type NudgeDispatcher struct {
 	o    DispatcherOptions
-	post atomic.Pointer[PostFunc]
+	postFn atomic.Pointer[PostFunc]
 }
 
 // ErrNoPost is the delivery error before a post function was bound.
@@ -53,7 +53,7 @@ func NewDispatcher(opts DispatcherOptions) *NudgeDispatcher {
 }
 
 // SetPost binds the post function (late binding).
-func (d *NudgeDispatcher) SetPost(p PostFunc) { d.post.Store(&p) }
+func (d *NudgeDispatcher) SetPost(p PostFunc) { d.postFn.Store(&p) }
 
 // Targets resolves session through the configured resolver.
 func (d *NudgeDispatcher) Targets(session string) []Target {
@@ -129,7 +129,7 @@ func (d *NudgeDispatcher) record(ctx context.Context, req policy.Request) string
 
 // post sends content to every target of session, ungated.
 func (d *NudgeDispatcher) post(ctx context.Context, session, content string, extras map[string]any) Result {
-	p := d.post.Load()
+	p := d.postFn.Load()
 	if p == nil || *p == nil {
 		return Result{Error: ErrNoPost.Error()}
 	}

@@ -1,0 +1,204 @@
+package channels
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-telegram/bot"
+	"github.com/go-telegram/bot/models"
+
+	"github.com/raven-agent/raven/internal/clock"
+	"github.com/raven-agent/raven/internal/spine"
+)
+
+// TelegramChannel is the channel name of the Telegram bot.
+const TelegramChannel = "telegram"
+
+// TelegramRefusal is sent once to a user outside the allow-list; later
+// messages from them are dropped silently so a stranger cannot use the bot
+// to make Raven spam replies.
+const TelegramRefusal = "Sorry — this is a private assistant and it only talks to its owner."
+
+// maxRefused bounds the memory of refused users; past it, refusals are
+// silent rather than the map growing without bound.
+const maxRefused = 1024
+
+// TelegramOptions configure the Telegram channel.
+type TelegramOptions struct {
+	Token     string
+	AllowFrom []int64
+	// ServerURL overrides the Bot API base URL (tests use a local fake).
+	ServerURL string
+	// PollTimeout is the long-poll duration (default 50s).
+	PollTimeout time.Duration
+	Inbound     Inbound
+	Clock       clock.Clock
+	Log         *slog.Logger
+	// SkipGetMe skips the token check at construction (tests).
+	SkipGetMe bool
+}
+
+// Telegram receives messages by long polling and delivers replies and
+// proactive messages with sendMessage. It is a spine.Outlet.
+type Telegram struct {
+	o         TelegramOptions
+	b         *bot.Bot
+	transport *http.Transport
+	allow     map[int64]bool
+
+	mu      sync.Mutex
+	refused map[int64]bool
+}
+
+// NewTelegram builds the bot. Unless SkipGetMe, it checks the token with
+// getMe, so a wrong token fails at start-up rather than on first message.
+func NewTelegram(o TelegramOptions) (*Telegram, error) {
+	if o.Token == "" {
+		return nil, errors.New("channels: telegram token is empty (set channels.telegram.token or RAVEN_TELEGRAM_TOKEN)")
+	}
+	if len(o.AllowFrom) == 0 {
+		return nil, errors.New("channels: telegram allow_from is empty")
+	}
+	if o.Inbound == nil || o.Clock == nil {
+		return nil, errors.New("channels: telegram needs Inbound and Clock")
+	}
+	if o.PollTimeout <= 0 {
+		o.PollTimeout = 50 * time.Second
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	t := &Telegram{
+		o:         o,
+		transport: http.DefaultTransport.(*http.Transport).Clone(),
+		allow:     make(map[int64]bool, len(o.AllowFrom)),
+		refused:   make(map[int64]bool),
+	}
+	for _, id := range o.AllowFrom {
+		t.allow[id] = true
+	}
+	// The client timeout must outlast the long poll, or every idle poll
+	// would end in a client-side timeout error.
+	client := &http.Client{Transport: t.transport, Timeout: o.PollTimeout + 10*time.Second}
+	opts := []bot.Option{
+		bot.WithHTTPClient(o.PollTimeout, client),
+		bot.WithDefaultHandler(t.handle),
+		// Handlers run on the polling worker: Inbound only submits, and
+		// synchronous handlers end with Start instead of outliving it.
+		bot.WithNotAsyncHandlers(),
+		bot.WithErrorsHandler(func(err error) { o.Log.Warn("telegram", "err", err) }),
+		bot.WithAllowedUpdates(bot.AllowedUpdates{"message"}),
+	}
+	if o.ServerURL != "" {
+		opts = append(opts, bot.WithServerURL(o.ServerURL))
+	}
+	if o.SkipGetMe {
+		opts = append(opts, bot.WithSkipGetMe())
+	}
+	b, err := bot.New(o.Token, opts...)
+	if err != nil {
+		t.transport.CloseIdleConnections()
+		return nil, fmt.Errorf("channels: telegram: %w", err)
+	}
+	t.b = b
+	return t, nil
+}
+
+// Run long-polls until ctx ends.
+func (t *Telegram) Run(ctx context.Context) error {
+	defer t.transport.CloseIdleConnections()
+	t.b.Start(ctx)
+	return ctx.Err()
+}
+
+func (t *Telegram) handle(ctx context.Context, _ *bot.Bot, u *models.Update) {
+	m := u.Message
+	if m == nil || m.From == nil {
+		return
+	}
+	log := t.o.Log.With("user_id", m.From.ID, "chat_id", m.Chat.ID)
+	if !t.allow[m.From.ID] {
+		t.refuse(ctx, log, m)
+		return
+	}
+	if strings.TrimSpace(m.Text) == "" {
+		log.Debug("telegram: ignoring a message without text")
+		return
+	}
+	req := spine.TurnRequest{
+		Origin:  spine.OriginUser,
+		Channel: TelegramChannel,
+		ChatID:  strconv.FormatInt(m.Chat.ID, 10),
+		Content: m.Text,
+	}
+	if err := t.o.Inbound(ctx, req); err != nil {
+		log.Error("telegram inbound dispatch failed", "err", err)
+	}
+}
+
+func (t *Telegram) refuse(ctx context.Context, log *slog.Logger, m *models.Message) {
+	t.mu.Lock()
+	first := !t.refused[m.From.ID] && len(t.refused) < maxRefused
+	if first {
+		t.refused[m.From.ID] = true
+	}
+	t.mu.Unlock()
+	log.Warn("telegram: message from a user not on the allow-list refused", "first", first)
+	if !first {
+		return
+	}
+	if _, err := t.b.SendMessage(ctx, &bot.SendMessageParams{ChatID: m.Chat.ID, Text: TelegramRefusal}); err != nil {
+		log.Warn("telegram: refusal not sent", "err", err)
+	}
+}
+
+// Deliver sends m to its chat: split at the API limit, each piece as
+// MarkdownV2 (escaped so it reads verbatim), falling back to plain text if
+// Telegram still cannot parse it. Proactive messages are not marked.
+func (t *Telegram) Deliver(ctx context.Context, m spine.Message) error {
+	chatID, err := strconv.ParseInt(m.ChatID, 10, 64)
+	if err != nil {
+		return fmt.Errorf("channels: telegram chat id %q: %w", m.ChatID, err)
+	}
+	for i, piece := range SplitMessage(m.Content, TelegramLimit) {
+		if strings.TrimSpace(piece) == "" {
+			continue
+		}
+		if err := t.send(ctx, chatID, piece); err != nil {
+			return fmt.Errorf("channels: telegram send to %d (part %d): %w", chatID, i+1, err)
+		}
+	}
+	return nil
+}
+
+// maxRateRetries bounds waits on Telegram's 429 per piece.
+const maxRateRetries = 3
+
+func (t *Telegram) send(ctx context.Context, chatID int64, text string) error {
+	params := &bot.SendMessageParams{ChatID: chatID, Text: EscapeMarkdownV2(text), ParseMode: models.ParseModeMarkdown}
+	for retry := 0; ; retry++ {
+		_, err := t.b.SendMessage(ctx, params)
+		var tooMany *bot.TooManyRequestsError
+		switch {
+		case err == nil:
+			return nil
+		case errors.As(err, &tooMany) && retry < maxRateRetries:
+			wait := min(time.Duration(max(tooMany.RetryAfter, 1))*time.Second, 30*time.Second)
+			if serr := clock.Sleep(ctx, t.o.Clock, wait); serr != nil {
+				return serr
+			}
+		case errors.Is(err, bot.ErrorBadRequest) && params.ParseMode != "" && strings.Contains(err.Error(), "parse"):
+			t.o.Log.Warn("telegram: MarkdownV2 refused; resending as plain text", "err", err)
+			params = &bot.SendMessageParams{ChatID: chatID, Text: text}
+		default:
+			return err
+		}
+	}
+}

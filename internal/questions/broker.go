@@ -1,0 +1,300 @@
+package questions
+
+import (
+	"context"
+	"log/slog"
+	"math"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/raven-agent/raven/internal/clock"
+	"github.com/raven-agent/raven/internal/spine"
+)
+
+// DefaultAskBudget is tools.ask_user.timeout's default.
+const DefaultAskBudget = 600 * time.Second
+
+// closedMemory is how long a finished call is remembered so a late answer
+// can be told it expired rather than "no question".
+const (
+	closedMemory = time.Hour
+	closedMax    = 4096
+)
+
+// BrokerOptions are the Broker's dependencies.
+type BrokerOptions struct {
+	Clock  clock.Clock
+	Logger *slog.Logger
+	// Notify emits clarify.request to TUI clients of conv. May be nil.
+	Notify func(conv string, req ClarifyRequest)
+	// Post renders the question on a chat channel. May be nil.
+	Post func(ctx context.Context, channel, chatID, text string) error
+	// NewID mints batch IDs; defaults to random UUIDs.
+	NewID func() string
+}
+
+// Route says where a conversation lives, for channel rendering.
+type Route struct {
+	Conversation string
+	Channel      string
+	ChatID       string
+}
+
+// Broker pauses a turn on ask_user until the owner answers, the shared
+// budget ends, or a newer call supersedes it. At most one question is
+// pending per conversation.
+type Broker struct {
+	clk    clock.Clock
+	log    *slog.Logger
+	notify func(string, ClarifyRequest)
+	post   func(context.Context, string, string, string) error
+	newID  func() string
+
+	mu      sync.Mutex
+	pending map[string]*pendingAsk
+	closed  map[string]closedMark
+}
+
+type pendingAsk struct {
+	batch string
+	index int
+	q     Question
+	done  chan struct{} // closed once state leaves waiting
+	state AnswerStatus  // "" while waiting
+	ans   Answer
+}
+
+type closedMark struct {
+	batch string
+	at    time.Time
+}
+
+// NewBroker returns a broker.
+func NewBroker(o BrokerOptions) *Broker {
+	if o.Clock == nil {
+		o.Clock = clock.Real()
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.NewID == nil {
+		o.NewID = newUUID
+	}
+	return &Broker{
+		clk: o.Clock, log: o.Logger, notify: o.Notify, post: o.Post, newID: o.NewID,
+		pending: make(map[string]*pendingAsk),
+		closed:  make(map[string]closedMark),
+	}
+}
+
+// Ask asks qs on conv (a "channel:chat_id" key) and waits for the answers.
+func (b *Broker) Ask(ctx context.Context, conv string, qs []Question, budget time.Duration) ([]Answer, error) {
+	ch, chat, _ := spine.SplitConversationKey(conv)
+	return b.AskVia(ctx, Route{Conversation: conv, Channel: ch, ChatID: chat}, qs, budget)
+}
+
+// AskVia asks qs one at a time within ONE budget shared by the whole call,
+// so a batch cannot hold the lane longer than a single question could.
+// Questions left when the budget ends (or the call is superseded) come back
+// with that status; they are never filled with the recommended choice. The
+// error is non-nil only for invalid input or when ctx is cancelled.
+func (b *Broker) AskVia(ctx context.Context, r Route, qs []Question, budget time.Duration) ([]Answer, error) {
+	if err := checkString("conversation", r.Conversation, MaxConversationLen, true); err != nil {
+		return nil, err
+	}
+	if err := validateQuestions(qs); err != nil {
+		return nil, err
+	}
+	if budget <= 0 {
+		budget = DefaultAskBudget
+	}
+	batch := b.newID()
+	deadline := b.clk.Now().Add(budget)
+	timer := b.clk.NewTimer(budget)
+	defer timer.Stop()
+
+	answers := make([]Answer, len(qs))
+	for i, q := range qs {
+		answers[i] = Answer{Index: i, Question: q.Question, ChoiceIndex: -1}
+	}
+	finish := func(from int, st AnswerStatus) []Answer {
+		for j := from; j < len(answers); j++ {
+			answers[j].Status = st
+		}
+		return answers
+	}
+	for i, q := range qs {
+		p := &pendingAsk{batch: batch, index: i, q: q, done: make(chan struct{})}
+		b.install(r.Conversation, p)
+		b.emit(ctx, r, p, len(qs), deadline.Sub(b.clk.Now()))
+		select {
+		case <-p.done:
+		case <-timer.C():
+			b.resolve(r.Conversation, p, AnswerTimeout)
+		case <-ctx.Done():
+			b.resolve(r.Conversation, p, AnswerCancelled)
+		}
+		b.mu.Lock()
+		st, ans := p.state, p.ans
+		b.mu.Unlock()
+		switch st {
+		case AnswerGiven:
+			ans.Index = i
+			answers[i] = ans
+			continue
+		case AnswerCancelled:
+			return finish(i, AnswerCancelled), ctx.Err()
+		default:
+			b.log.Info("ask_user ended without an answer", "conversation", r.Conversation, "batch", batch, "status", st, "answered", i)
+			return finish(i, st), nil
+		}
+	}
+	b.remember(r.Conversation, batch)
+	return answers, nil
+}
+
+// install makes p the conversation's pending question, failing the stale one
+// safe: its call returns "superseded" instead of waiting out its budget.
+func (b *Broker) install(conv string, p *pendingAsk) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if old := b.pending[conv]; old != nil && old.batch != p.batch {
+		old.state = AnswerSuperseded
+		close(old.done)
+		b.rememberLocked(conv, old.batch)
+	}
+	b.pending[conv] = p
+}
+
+// resolve ends p with st unless an answer won the race.
+func (b *Broker) resolve(conv string, p *pendingAsk, st AnswerStatus) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if p.state != "" {
+		return
+	}
+	p.state = st
+	close(p.done)
+	if b.pending[conv] == p {
+		delete(b.pending, conv)
+	}
+	b.rememberLocked(conv, p.batch)
+}
+
+func (b *Broker) remember(conv, batch string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.rememberLocked(conv, batch)
+}
+
+func (b *Broker) rememberLocked(conv, batch string) {
+	now := b.clk.Now()
+	if len(b.closed) >= closedMax {
+		for k, m := range b.closed {
+			if now.Sub(m.at) > closedMemory || len(b.closed) >= closedMax {
+				delete(b.closed, k)
+			}
+		}
+	}
+	b.closed[conv] = closedMark{batch: batch, at: now}
+}
+
+func (b *Broker) emit(ctx context.Context, r Route, p *pendingAsk, total int, remaining time.Duration) {
+	choices := p.q.Choices
+	if choices == nil {
+		choices = []string{}
+	}
+	if b.notify != nil {
+		b.notify(r.Conversation, ClarifyRequest{
+			Question: p.q.Question, Choices: choices, Header: p.q.Header, Recommended: p.q.Recommended,
+			TimeoutS: int(math.Ceil(remaining.Seconds())), Index: p.index, Total: total, Batch: p.batch,
+		})
+	}
+	// The TUI renders clarify.request itself; every other channel gets text.
+	if b.post != nil && r.Channel != "" && r.Channel != "tui" {
+		if err := b.post(ctx, r.Channel, r.ChatID, RenderChannelText(p.q, p.index, total, remaining)); err != nil {
+			b.log.Warn("ask_user: post question", "conversation", r.Conversation, "channel", r.Channel, "err", err)
+		}
+	}
+}
+
+// PendingFor reports whether conv has a question waiting, so the gateway's
+// inbound dispatch routes the next message to ReplyText instead of a turn.
+func (b *Broker) PendingFor(conv string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.pending[conv] != nil
+}
+
+// Response is a clarify.respond answer from a TUI.
+type Response struct {
+	// Batch, when set, must name the pending call.
+	Batch string
+	// Index, when set, must name the pending question of the call.
+	Index *int
+	// Choice selects by 0-based index; Label selects by name.
+	Choice *int
+	Label  string
+	// Text is the free-form answer, or a note beside a selection.
+	Text string
+}
+
+// Reply answers conv's pending question from clarify.respond. A reply to a
+// call that already ended returns ErrExpired.
+func (b *Broker) Reply(conv string, r Response) error {
+	return b.answer(conv, r.Batch, func(p *pendingAsk) (Answer, error) {
+		if r.Index != nil && *r.Index != p.index {
+			return Answer{}, newErr(CodeConflict, "index_mismatch", "question %d is pending, not %d", p.index, *r.Index)
+		}
+		a := Answer{Question: p.q.Question, Status: AnswerGiven, ChoiceIndex: -1, Text: strings.TrimSpace(r.Text)}
+		switch {
+		case r.Choice != nil && r.Label != "":
+			return Answer{}, invalid("give choice or label, not both")
+		case r.Choice != nil:
+			if *r.Choice < 0 || *r.Choice >= len(p.q.Choices) {
+				return Answer{}, invalid("choice %d out of range", *r.Choice)
+			}
+			a.ChoiceIndex = *r.Choice
+		case r.Label != "":
+			if a.ChoiceIndex = choiceIndex(p.q.Choices, r.Label); a.ChoiceIndex < 0 {
+				return Answer{}, invalid("no choice named %q", r.Label)
+			}
+		case a.Text == "":
+			return Answer{}, invalid("empty answer")
+		}
+		if a.ChoiceIndex >= 0 {
+			a.Choice = p.q.Choices[a.ChoiceIndex]
+		}
+		return a, nil
+	})
+}
+
+// ReplyText answers conv's pending question with an inbound channel message.
+// It returns ErrNotAnswer for a /command (handle it as an ordinary message)
+// and ErrExpired when the question ended in the meantime.
+func (b *Broker) ReplyText(conv, text string) error {
+	return b.answer(conv, "", func(p *pendingAsk) (Answer, error) {
+		return parseChannelAnswer(p.q, text)
+	})
+}
+
+func (b *Broker) answer(conv, batch string, parse func(*pendingAsk) (Answer, error)) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	p := b.pending[conv]
+	if p == nil || (batch != "" && batch != p.batch) {
+		if m, ok := b.closed[conv]; ok && (batch == "" || batch == m.batch) && b.clk.Now().Sub(m.at) <= closedMemory {
+			return newErr(CodeExpired, "", "the question on %s is no longer waiting for an answer", conv)
+		}
+		return newErr(CodeNotFound, "", "no question pending on %s", conv)
+	}
+	a, err := parse(p)
+	if err != nil {
+		return err
+	}
+	p.state, p.ans = AnswerGiven, a
+	close(p.done)
+	delete(b.pending, conv)
+	return nil
+}

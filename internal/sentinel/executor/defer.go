@@ -1,0 +1,276 @@
+package executor
+
+import (
+	"container/heap"
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/raven-agent/raven/internal/clock"
+	"github.com/raven-agent/raven/internal/sentinel/policy"
+	"github.com/raven-agent/raven/internal/statefile"
+)
+
+// DeferSection is the defer manager's section of state.json.
+const DeferSection = "defer"
+
+// Defer defaults.
+const (
+	DefaultDeferIdle    = 10 * time.Minute
+	DefaultDeferMaxWait = 4 * time.Hour
+	DefaultDeferPoll    = time.Minute
+)
+
+// DeferOptions are the DeferManager's dependencies.
+type DeferOptions struct {
+	Store Store
+	Gate  Gate
+	// Dispatch delivers a settled nudge (the dispatcher's Dispatch: policy
+	// check, post, record).
+	Dispatch func(ctx context.Context, n Nudge) Result
+	// LastActivity reports when session last saw a message; false when
+	// unknown (the session then counts as idle since registration).
+	LastActivity func(session string) (time.Time, bool)
+	// IdleThreshold: a session idle this long has settled (default 10m).
+	IdleThreshold time.Duration
+	// MaxWait: a deferred nudge not dispatched by then expires (default 4h).
+	MaxWait time.Duration
+	// PollInterval of Run (default 1m).
+	PollInterval time.Duration
+	// OnDispatch observes every attempted dispatch (instrumentation only;
+	// not persisted).
+	OnDispatch func(e DeferEntry, r Result)
+	Clock      clock.Clock
+	Logger     *slog.Logger
+}
+
+// DeferEntry is one deferred nudge.
+type DeferEntry struct {
+	ID           string    `json:"id"`
+	Nudge        Nudge     `json:"nudge"`
+	Condition    string    `json:"condition"`
+	RegisteredAt time.Time `json:"registered_at"`
+	ExpiresAt    time.Time `json:"expires_at"`
+	Attempts     int       `json:"attempts,omitempty"`
+}
+
+type deferState struct {
+	Entries []DeferEntry `json:"entries"`
+}
+
+// DeferManager holds nudges until their session settles. The queue is a
+// priority heap persisted in the shared store, so it survives a restart and
+// is shared with a peer process.
+type DeferManager struct {
+	o DeferOptions
+}
+
+// NewDeferManager returns a defer manager.
+func NewDeferManager(opts DeferOptions) (*DeferManager, error) {
+	if opts.Store == nil || opts.Dispatch == nil {
+		return nil, fmt.Errorf("executor: defer manager needs a state store and a dispatch function")
+	}
+	if opts.IdleThreshold <= 0 {
+		opts.IdleThreshold = DefaultDeferIdle
+	}
+	if opts.MaxWait <= 0 {
+		opts.MaxWait = DefaultDeferMaxWait
+	}
+	if opts.PollInterval <= 0 {
+		opts.PollInterval = DefaultDeferPoll
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.Real()
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &DeferManager{o: opts}, nil
+}
+
+// Register checks the policy (to fail fast) and queues n until its session
+// settles. The policy is checked again at dispatch time.
+func (m *DeferManager) Register(ctx context.Context, n Nudge, condition string) Result {
+	if strings.TrimSpace(n.Message) == "" {
+		return denied("input", "empty nudge message")
+	}
+	n.Action = policy.ActionDefer
+	v := policy.Verdict{Allow: true}
+	if m.o.Gate != nil {
+		if v = m.o.Gate.Check(ctx, n.request()); !v.Allow {
+			return Result{Verdict: v}
+		}
+	}
+	now := m.o.Clock.Now().UTC()
+	e := DeferEntry{ID: newID("def"), Nudge: n, Condition: condition, RegisteredAt: now, ExpiresAt: now.Add(m.o.MaxWait)}
+	err := m.o.Store.Update(ctx, func(tx *statefile.Tx) error {
+		st, err := loadDefer(tx)
+		if err != nil {
+			return err
+		}
+		st.Entries = append(st.Entries, e)
+		return tx.Put(DeferSection, st)
+	})
+	if err != nil {
+		return Result{Verdict: v, Error: fmt.Sprintf("register defer: %v", err)}
+	}
+	return Result{Verdict: v, Queued: true, Note: fmt.Sprintf("deferred until %s is idle %s (max until %s): %s", orAny(n.Session), m.o.IdleThreshold, e.ExpiresAt.Format(time.RFC3339), condition)}
+}
+
+func orAny(s string) string {
+	if s == "" {
+		return "the owner"
+	}
+	return s
+}
+
+// Poll expires overdue entries and dispatches settled ones, highest
+// priority first. Entries are claimed (removed) under the lock before
+// dispatch so a peer process cannot send them too; one that fails to
+// deliver goes back on the heap until it expires.
+func (m *DeferManager) Poll(ctx context.Context) []Result {
+	now := m.o.Clock.Now()
+	var ready []DeferEntry
+	err := m.o.Store.Update(ctx, func(tx *statefile.Tx) error {
+		raw, ok := tx.Raw(DeferSection)
+		if !ok || len(raw) < 16 { // `{"entries":[]}`: nothing deferred
+			return nil
+		}
+		st, err := loadDefer(tx)
+		if err != nil {
+			return err
+		}
+		h := deferHeap(st.Entries)
+		heap.Init(&h)
+		var keep []DeferEntry
+		changed := false
+		for h.Len() > 0 {
+			e := heap.Pop(&h).(DeferEntry)
+			switch {
+			case !now.Before(e.ExpiresAt):
+				changed = true
+				m.o.Logger.Info("sentinel: deferred nudge expired before its session settled", "id", e.ID, "session", e.Nudge.Session, "registered_at", e.RegisteredAt)
+			case m.settled(e, now):
+				changed = true
+				ready = append(ready, e)
+			default:
+				keep = append(keep, e)
+			}
+		}
+		if !changed {
+			return nil
+		}
+		return tx.Put(DeferSection, deferState{Entries: keep})
+	})
+	if err != nil {
+		m.o.Logger.Warn("sentinel: defer queue unavailable", "err", err)
+		return nil
+	}
+	results := make([]Result, 0, len(ready))
+	var retry []DeferEntry
+	for _, e := range ready {
+		r := m.o.Dispatch(ctx, e.Nudge)
+		if r.Note == "" {
+			r.Note = "deferred " + e.ID + " dispatched after its session settled"
+		}
+		results = append(results, r)
+		if m.o.OnDispatch != nil {
+			m.o.OnDispatch(e, r)
+		}
+		if !r.Delivered {
+			e.Attempts++
+			retry = append(retry, e)
+			m.o.Logger.Info("sentinel: deferred nudge not delivered; kept until it expires", "id", e.ID, "layer", r.Verdict.Layer, "err", r.Error)
+		}
+	}
+	if len(retry) > 0 {
+		if err := m.o.Store.Update(ctx, func(tx *statefile.Tx) error {
+			st, err := loadDefer(tx)
+			if err != nil {
+				return err
+			}
+			st.Entries = append(st.Entries, retry...)
+			return tx.Put(DeferSection, st)
+		}); err != nil {
+			m.o.Logger.Error("sentinel: could not requeue deferred nudges", "err", err, "count", len(retry))
+		}
+	}
+	return results
+}
+
+func (m *DeferManager) settled(e DeferEntry, now time.Time) bool {
+	last := e.RegisteredAt
+	if m.o.LastActivity != nil && e.Nudge.Session != "" {
+		if t, ok := m.o.LastActivity(e.Nudge.Session); ok {
+			last = t
+		}
+	}
+	return now.Sub(last) >= m.o.IdleThreshold
+}
+
+// Pending lists the deferred nudges in dispatch order.
+func (m *DeferManager) Pending(ctx context.Context) ([]DeferEntry, error) {
+	var st deferState
+	err := m.o.Store.View(ctx, func(tx *statefile.Tx) error {
+		var err error
+		st, err = loadDefer(tx)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	h := deferHeap(st.Entries)
+	heap.Init(&h)
+	out := make([]DeferEntry, 0, h.Len())
+	for h.Len() > 0 {
+		out = append(out, heap.Pop(&h).(DeferEntry))
+	}
+	return out, nil
+}
+
+// Run polls until ctx ends.
+func (m *DeferManager) Run(ctx context.Context) {
+	for {
+		if err := clock.Sleep(ctx, m.o.Clock, m.o.PollInterval); err != nil {
+			return
+		}
+		m.Poll(ctx)
+	}
+}
+
+func loadDefer(tx *statefile.Tx) (deferState, error) {
+	var st deferState
+	_, err := tx.Get(DeferSection, &st)
+	return st, err
+}
+
+func rank(p policy.Priority) int {
+	switch p {
+	case policy.PriorityHigh:
+		return 2
+	case policy.PriorityMedium:
+		return 1
+	}
+	return 0
+}
+
+// deferHeap orders by priority, then registration time.
+type deferHeap []DeferEntry
+
+func (h deferHeap) Len() int { return len(h) }
+func (h deferHeap) Less(i, j int) bool {
+	if ri, rj := rank(h[i].Nudge.Priority), rank(h[j].Nudge.Priority); ri != rj {
+		return ri > rj
+	}
+	return h[i].RegisteredAt.Before(h[j].RegisteredAt)
+}
+func (h deferHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *deferHeap) Push(x any)   { *h = append(*h, x.(DeferEntry)) }
+func (h *deferHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}

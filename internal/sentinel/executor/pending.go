@@ -1,0 +1,248 @@
+package executor
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/raven-agent/raven/internal/clock"
+	"github.com/raven-agent/raven/internal/sentinel/policy"
+	"github.com/raven-agent/raven/internal/statefile"
+)
+
+// Option kinds an ActionExecutor can run.
+const (
+	KindReply = "reply" // send Reply through the injector
+	KindTool  = "tool"  // run Tool with Args through the agent's tools
+	KindSpawn = "spawn" // spawn a micro-agent for Task
+)
+
+// Pending decision states.
+const (
+	StateOpen            = "open"
+	StateAwaitingConfirm = "awaiting_confirm"
+	StateDone            = "done"
+	StateCancelled       = "cancelled"
+	StateSuperseded      = "superseded"
+)
+
+// Option is one numbered choice of a discovery menu.
+type Option struct {
+	Title  string          `json:"title"`
+	Reason string          `json:"reason,omitempty"`
+	Kind   string          `json:"kind"`
+	Reply  string          `json:"reply,omitempty"`
+	Tool   string          `json:"tool,omitempty"`
+	Args   json.RawMessage `json:"args,omitempty"`
+	Task   string          `json:"task,omitempty"`
+}
+
+// PendingDecision is a menu waiting for the owner's pick.
+type PendingDecision struct {
+	ID        string          `json:"id"`
+	Session   string          `json:"session"`
+	Title     string          `json:"title"`
+	Topic     string          `json:"topic,omitempty"`
+	Priority  policy.Priority `json:"priority,omitempty"`
+	Options   []Option        `json:"options"`
+	State     string          `json:"state"`
+	Picked    int             `json:"picked,omitempty"` // 1-based
+	CreatedAt time.Time       `json:"created_at"`
+	ExpiresAt time.Time       `json:"expires_at"`
+	UpdatedAt time.Time       `json:"updated_at,omitzero"`
+}
+
+// Active reports whether pd still waits for a pick or a confirmation.
+func (pd PendingDecision) Active(now time.Time) bool {
+	return (pd.State == StateOpen || pd.State == StateAwaitingConfirm) && now.Before(pd.ExpiresAt)
+}
+
+// RenderMenu is the user-facing menu: numbered options with one-line
+// reasons and how to answer.
+func RenderMenu(pd PendingDecision) string {
+	var b strings.Builder
+	if pd.Title != "" {
+		b.WriteString(pd.Title)
+		b.WriteString("\n\n")
+	}
+	for i, o := range pd.Options {
+		fmt.Fprintf(&b, "%d. %s", i+1, o.Title)
+		if o.Reason != "" {
+			fmt.Fprintf(&b, " — %s", o.Reason)
+		}
+		b.WriteByte('\n')
+	}
+	b.WriteString("\nReply with a number (or /pick N) to choose.")
+	return b.String()
+}
+
+// ErrNoPendingDecision is returned for an unknown or no longer active decision.
+var ErrNoPendingDecision = errors.New("executor: no such active pending decision")
+
+// Pending decision defaults.
+const (
+	DefaultPendingTTL = 12 * time.Hour
+	pendingRetention  = 7 * 24 * time.Hour
+	pendingVersion    = 1
+)
+
+// PendingDecisionStore keeps discovery menus in pending_decisions.json,
+// shared by processes under a flock with atomic replace.
+type PendingDecisionStore struct {
+	path string
+	lock *statefile.Lock
+	ttl  time.Duration
+	clk  clock.Clock
+	mu   sync.Mutex
+}
+
+// NewPendingDecisionStore returns a store at path; ttl <= 0 uses the default.
+func NewPendingDecisionStore(path string, ttl time.Duration, clk clock.Clock) *PendingDecisionStore {
+	if ttl <= 0 {
+		ttl = DefaultPendingTTL
+	}
+	if clk == nil {
+		clk = clock.Real()
+	}
+	return &PendingDecisionStore{path: path, lock: statefile.NewLock(path + ".lock"), ttl: ttl, clk: clk}
+}
+
+type pendingFile struct {
+	Version   int               `json:"version"`
+	Decisions []PendingDecision `json:"decisions"`
+}
+
+func (s *PendingDecisionStore) update(ctx context.Context, fn func(f *pendingFile, now time.Time) (bool, error)) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	lctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := s.lock.Acquire(lctx); err != nil {
+		return err
+	}
+	defer s.lock.Release()
+	now := s.clk.Now()
+	f, err := s.load(now)
+	if err != nil {
+		return err
+	}
+	changed, err := fn(&f, now)
+	if err != nil || !changed {
+		return err
+	}
+	kept := f.Decisions[:0]
+	for _, d := range f.Decisions {
+		if d.Active(now) || now.Sub(d.CreatedAt) < pendingRetention {
+			kept = append(kept, d)
+		}
+	}
+	f.Decisions = kept
+	f.Version = pendingVersion
+	data, err := json.MarshalIndent(f, "", "  ")
+	if err != nil {
+		return fmt.Errorf("executor: encode %s: %w", s.path, err)
+	}
+	return statefile.WriteAtomic(s.path, append(data, '\n'), 0o600)
+}
+
+func (s *PendingDecisionStore) load(now time.Time) (pendingFile, error) {
+	var f pendingFile
+	data, err := os.ReadFile(s.path)
+	if errors.Is(err, os.ErrNotExist) {
+		return f, nil
+	}
+	if err != nil {
+		return f, fmt.Errorf("executor: read %s: %w", s.path, err)
+	}
+	if err := json.Unmarshal(data, &f); err != nil {
+		moved, merr := statefile.MoveAside(s.path, now)
+		if merr != nil {
+			return f, fmt.Errorf("executor: %s is corrupt (%v) and could not be moved aside: %w", s.path, err, merr)
+		}
+		return pendingFile{}, fmt.Errorf("executor: %s was corrupt (%v); moved aside to %s", s.path, err, moved)
+	}
+	if f.Version > pendingVersion {
+		return f, fmt.Errorf("executor: %s has version %d, this raven supports %d", s.path, f.Version, pendingVersion)
+	}
+	return f, nil
+}
+
+// Put stores pd as the session's open menu, superseding any earlier one.
+func (s *PendingDecisionStore) Put(ctx context.Context, pd PendingDecision) (PendingDecision, error) {
+	err := s.update(ctx, func(f *pendingFile, now time.Time) (bool, error) {
+		if pd.ID == "" {
+			pd.ID = newID("pd")
+		}
+		if pd.CreatedAt.IsZero() {
+			pd.CreatedAt = now.UTC()
+		}
+		if pd.ExpiresAt.IsZero() {
+			pd.ExpiresAt = pd.CreatedAt.Add(s.ttl)
+		}
+		pd.State = StateOpen
+		for i := range f.Decisions {
+			if d := &f.Decisions[i]; d.Session == pd.Session && d.Active(now) {
+				d.State = StateSuperseded
+				d.UpdatedAt = now.UTC()
+			}
+		}
+		f.Decisions = append(f.Decisions, pd)
+		return true, nil
+	})
+	return pd, err
+}
+
+// Active returns the session's newest active decision.
+func (s *PendingDecisionStore) Active(ctx context.Context, session string) (PendingDecision, bool, error) {
+	var out PendingDecision
+	found := false
+	err := s.update(ctx, func(f *pendingFile, now time.Time) (bool, error) {
+		for i := len(f.Decisions) - 1; i >= 0; i-- {
+			if d := f.Decisions[i]; d.Session == session && d.Active(now) {
+				out, found = d, true
+				break
+			}
+		}
+		return false, nil
+	})
+	return out, found, err
+}
+
+// Transition moves an active decision to state with the picked option.
+func (s *PendingDecisionStore) Transition(ctx context.Context, id, state string, picked int) (PendingDecision, error) {
+	var out PendingDecision
+	err := s.update(ctx, func(f *pendingFile, now time.Time) (bool, error) {
+		for i := range f.Decisions {
+			d := &f.Decisions[i]
+			if d.ID != id {
+				continue
+			}
+			if !d.Active(now) {
+				return false, fmt.Errorf("%w: %s is %s", ErrNoPendingDecision, id, d.State)
+			}
+			d.State, d.UpdatedAt = state, now.UTC()
+			if picked > 0 {
+				d.Picked = picked
+			}
+			out = *d
+			return true, nil
+		}
+		return false, fmt.Errorf("%w: %s", ErrNoPendingDecision, id)
+	})
+	return out, err
+}
+
+// List returns every retained decision, oldest first.
+func (s *PendingDecisionStore) List(ctx context.Context) ([]PendingDecision, error) {
+	var out []PendingDecision
+	err := s.update(ctx, func(f *pendingFile, now time.Time) (bool, error) {
+		out = append(out, f.Decisions...)
+		return false, nil
+	})
+	return out, err
+}
