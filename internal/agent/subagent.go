@@ -1,0 +1,75 @@
+package agent
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"github.com/raven-agent/raven/internal/spine"
+)
+
+// SubagentManager runs micro-agent turns in the background and delivers
+// each result back to the conversation that asked for it.
+type SubagentManager struct {
+	ctx    context.Context
+	submit func(spine.TurnRequest) (*spine.Ticket, error)
+	post   func(context.Context, spine.Message) error
+	log    *slog.Logger
+	// OnDone, when set, is called after each subagent finishes (the wake
+	// scheduler's RequestWakeNow).
+	OnDone func(id string)
+
+	wg sync.WaitGroup
+}
+
+// NewSubagentManager returns a manager whose subagents live at most as long
+// as ctx. submit queues SUBAGENT turns; post delivers results.
+func NewSubagentManager(ctx context.Context, submit func(spine.TurnRequest) (*spine.Ticket, error), post func(context.Context, spine.Message) error, log *slog.Logger) *SubagentManager {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &SubagentManager{ctx: ctx, submit: submit, post: post, log: log}
+}
+
+// Spawn starts a subagent on task and returns its id at once. The result
+// (or the failure) is posted to channel:chatID when the subagent finishes.
+func (m *SubagentManager) Spawn(_ context.Context, task, channel, chatID string) (string, error) {
+	var b [4]byte
+	rand.Read(b[:])
+	id := "sa-" + hex.EncodeToString(b[:])
+	tk, err := m.submit(spine.TurnRequest{
+		Origin: spine.OriginSubagent, ConversationID: "subagent:" + id, Channel: "subagent", ChatID: id,
+		Content: "You are a background subagent. Complete this task and reply with the result only:\n\n" + task,
+	})
+	if err != nil {
+		return "", fmt.Errorf("agent: spawn subagent: %w", err)
+	}
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		res, err := tk.Wait(m.ctx)
+		if err != nil {
+			return // shutting down
+		}
+		text := res.Reply
+		if res.Err != nil {
+			text = fmt.Sprintf("Subagent %s failed: %v", id, res.Err)
+			m.log.Warn("subagent failed", "id", id, "err", res.Err)
+		}
+		msg := spine.Message{Channel: channel, ChatID: chatID, Content: text, Origin: spine.OriginSubagent, Proactive: true,
+			Extras: map[string]any{"subagent_id": id}}
+		if err := m.post(context.WithoutCancel(m.ctx), msg); err != nil {
+			m.log.Warn("subagent result not delivered", "id", id, "channel", channel, "err", err)
+		}
+		if m.OnDone != nil {
+			m.OnDone(id)
+		}
+	}()
+	return id, nil
+}
+
+// Wait blocks until every started subagent has delivered or given up.
+func (m *SubagentManager) Wait() { m.wg.Wait() }
