@@ -153,6 +153,8 @@ func decodeStrict(data []byte, cfg *Config) error {
 			return &Error{Key: te.Field, Msg: fmt.Sprintf("want %s, got JSON %s", te.Type, te.Value)}
 		case errors.As(err, &se):
 			return &Error{Msg: fmt.Sprintf("malformed JSON at byte %d: %v", se.Offset, err)}
+		case errors.Is(err, io.ErrUnexpectedEOF):
+			return &Error{Msg: "malformed JSON: unexpected end of file"}
 		case strings.HasPrefix(err.Error(), "json: unknown field "):
 			return &Error{Key: strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`), Msg: "unknown key"}
 		}

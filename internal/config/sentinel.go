@@ -1,20 +1,132 @@
 package config
 
-import "time"
+import (
+	"time"
+
+	"github.com/raven-agent/raven/internal/sentinel/policy"
+)
 
 // SentinelConfig configures the proactive Sentinel. Off by default.
 type SentinelConfig struct {
-	Enabled  bool     `json:"enabled"`
+	// Enabled turns the tick loop on (default false: opt-in).
+	Enabled bool `json:"enabled"`
+	// Interval between ticks (default 30m).
 	Interval Duration `json:"interval"`
+	// PlannerModel overrides the global model for the planner only
+	// ("provider/model"); empty uses the global model.
+	PlannerModel string `json:"planner_model,omitempty"`
+	// DedupTTL bounds the unchanged-context skip cache (default 2h), so a
+	// quiet context cannot lock skip forever.
+	DedupTTL Duration `json:"dedup_ttl"`
+	// DeadlineFallback lets a planner outage fire due high-priority
+	// deadline slots through the policy (default true).
+	DeadlineFallback bool `json:"deadline_fallback"`
+
+	// MemoryMaxBytes of MEMORY.md read per tick (default 32768).
+	MemoryMaxBytes int `json:"memory_max_bytes"`
+	// HistoryTailBytes of HISTORY.md's end read per tick (default 16384).
+	HistoryTailBytes int `json:"history_tail_bytes"`
+	// ActiveWindow: sessions active within it are shown (default 2h).
+	ActiveWindow Duration `json:"active_window"`
+	// AttentionSections are the attention.md H2 sections the planner sees.
+	AttentionSections []string `json:"attention_sections"`
+	// BehaviorsLines folded events from behaviors.md (default 20), read
+	// from at most BehaviorsTailBytes (default 16384).
+	BehaviorsLines     int `json:"behaviors_lines"`
+	BehaviorsTailBytes int `json:"behaviors_tail_bytes"`
+
+	// InjectTTL drops injects no reply carried in time (default 6h);
+	// InjectCap bounds each session's inject queue (default 3, FIFO).
+	InjectTTL Duration `json:"inject_ttl"`
+	InjectCap int      `json:"inject_cap"`
+
+	// DeferIdle: a session idle this long has settled (default 10m);
+	// DeferMaxWait: a deferred nudge expires after it (default 4h);
+	// DeferPoll: how often deferred nudges are checked (default 1m).
+	DeferIdle    Duration `json:"defer_idle"`
+	DeferMaxWait Duration `json:"defer_max_wait"`
+	DeferPoll    Duration `json:"defer_poll"`
+
+	// FeedbackWindow of the acceptance rate that retunes the policy (default 168h).
+	FeedbackWindow Duration `json:"feedback_window"`
+	// TriggerPoll: how often operator triggers are drained (default 30s).
+	TriggerPoll Duration `json:"trigger_poll"`
+
+	// Discovery: the daily task-discovery menu (default off, from 09:00
+	// local, at most 4 options). PendingTTL keeps a menu answerable
+	// (default 12h); picks scoring under DecisionConfidence with the LLM
+	// classifier are ignored (default 0.7); DecisionConfirm asks before
+	// executing a pick (default false).
+	Discovery          bool     `json:"discovery"`
+	DiscoveryHour      int      `json:"discovery_hour"`
+	DiscoveryOptions   int      `json:"discovery_options"`
+	PendingTTL         Duration `json:"pending_ttl"`
+	DecisionConfidence float64  `json:"decision_confidence"`
+	DecisionConfirm    bool     `json:"decision_confirm"`
+
+	// Policy holds every NudgePolicy threshold (see policy.Config).
+	Policy policy.Config `json:"policy"`
 }
 
 func defaultSentinel() SentinelConfig {
-	return SentinelConfig{Enabled: false, Interval: Duration(1800 * time.Second)}
+	return SentinelConfig{
+		Enabled:            false,
+		Interval:           Duration(1800 * time.Second),
+		DedupTTL:           Duration(2 * time.Hour),
+		DeadlineFallback:   true,
+		MemoryMaxBytes:     32 << 10,
+		HistoryTailBytes:   16 << 10,
+		ActiveWindow:       Duration(2 * time.Hour),
+		AttentionSections:  []string{"Focus", "Open loops", "Deadlines", "Commitments", "Routines", "Mood"},
+		BehaviorsLines:     20,
+		BehaviorsTailBytes: 16 << 10,
+		InjectTTL:          Duration(6 * time.Hour),
+		InjectCap:          3,
+		DeferIdle:          Duration(10 * time.Minute),
+		DeferMaxWait:       Duration(4 * time.Hour),
+		DeferPoll:          Duration(time.Minute),
+		FeedbackWindow:     Duration(7 * 24 * time.Hour),
+		TriggerPoll:        Duration(30 * time.Second),
+		DiscoveryHour:      9,
+		DiscoveryOptions:   4,
+		PendingTTL:         Duration(12 * time.Hour),
+		DecisionConfidence: 0.7,
+		Policy:             policy.DefaultConfig(),
+	}
 }
 
 func (s SentinelConfig) validate() error {
-	if s.Interval < Duration(time.Minute) {
-		return &Error{Key: "sentinel.interval", Msg: "must be at least 1m"}
+	checks := []struct {
+		key string
+		ok  bool
+		msg string
+	}{
+		{"sentinel.interval", s.Interval >= Duration(time.Minute), "must be at least 1m"},
+		{"sentinel.dedup_ttl", s.DedupTTL >= Duration(time.Minute), "must be at least 1m"},
+		{"sentinel.memory_max_bytes", s.MemoryMaxBytes >= 0 && s.MemoryMaxBytes <= 1<<20, "must be 0..1048576"},
+		{"sentinel.history_tail_bytes", s.HistoryTailBytes >= 0 && s.HistoryTailBytes <= 1<<20, "must be 0..1048576"},
+		{"sentinel.active_window", s.ActiveWindow > 0, "must be positive"},
+		{"sentinel.behaviors_lines", s.BehaviorsLines >= 0 && s.BehaviorsLines <= 500, "must be 0..500"},
+		{"sentinel.behaviors_tail_bytes", s.BehaviorsTailBytes >= 0 && s.BehaviorsTailBytes <= 1<<20, "must be 0..1048576"},
+		{"sentinel.inject_ttl", s.InjectTTL >= Duration(time.Minute), "must be at least 1m"},
+		{"sentinel.inject_cap", s.InjectCap >= 1 && s.InjectCap <= 100, "must be 1..100"},
+		{"sentinel.defer_idle", s.DeferIdle >= Duration(time.Second), "must be at least 1s"},
+		{"sentinel.defer_max_wait", s.DeferMaxWait > s.DeferIdle, "must be longer than sentinel.defer_idle"},
+		{"sentinel.defer_poll", s.DeferPoll >= Duration(time.Second), "must be at least 1s"},
+		{"sentinel.feedback_window", s.FeedbackWindow >= Duration(time.Hour), "must be at least 1h"},
+		{"sentinel.trigger_poll", s.TriggerPoll >= Duration(time.Second), "must be at least 1s"},
+		{"sentinel.discovery_hour", s.DiscoveryHour >= 0 && s.DiscoveryHour <= 23, "must be 0..23"},
+		{"sentinel.discovery_options", s.DiscoveryOptions >= 1 && s.DiscoveryOptions <= 9, "must be 1..9"},
+		{"sentinel.pending_ttl", s.PendingTTL >= Duration(time.Minute), "must be at least 1m"},
+		{"sentinel.decision_confidence", s.DecisionConfidence > 0 && s.DecisionConfidence <= 1, "must be in (0,1]"},
+	}
+	for _, c := range checks {
+		if !c.ok {
+			return &Error{Key: c.key, Msg: c.msg}
+		}
+	}
+	if err := s.Policy.Validate(); err != nil {
+		return &Error{Key: "sentinel.policy", Msg: err.Error()}
 	}
 	return nil
 }

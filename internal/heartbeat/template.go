@@ -128,6 +128,9 @@ func allDigits(b []byte) bool {
 // isPlaceholder reports whether line is one of the Template's placeholder
 // bullets, so an untouched onboarding file reads as empty.
 func isPlaceholder(line []byte) bool {
+	if !bytes.HasPrefix(line, []byte("- (")) {
+		return false
+	}
 	rest := Template
 	for rest != "" {
 		var l string
@@ -174,7 +177,11 @@ func ReadFile(path string, maxBytes int) (FileState, []byte, error) {
 		st.Bytes = fi.Size()
 	}
 	st.Present = true
-	data, err := io.ReadAll(io.LimitReader(f, int64(maxBytes)+1))
+	// Sized from Stat so a 64 KiB file is read without regrowing the buffer.
+	var buf bytes.Buffer
+	buf.Grow(int(min(max(st.Bytes, 0), int64(maxBytes))) + bytes.MinRead)
+	_, err = buf.ReadFrom(io.LimitReader(f, int64(maxBytes)+1))
+	data := buf.Bytes()
 	if err != nil {
 		return st, nil, fmt.Errorf("heartbeat: read %s: %w", path, err)
 	}

@@ -136,16 +136,16 @@ func (s PlanSlot) Due(now time.Time) bool {
 
 // PlannerContext is the planner's only input.
 type PlannerContext struct {
-	MemoryMD         string                `json:"memory_md"`
-	HistoryMDRecent  string                `json:"history_md_recent"`
-	Routines         []Routine             `json:"routines"`
-	ActiveSessions   []ActiveSession       `json:"active_sessions"`
-	NudgePolicyState policy.Snapshot       `json:"nudge_policy_state"`
-	Calendar         []CalendarEntry       `json:"calendar"`
-	LastDecision     *PlannerDecision      `json:"last_decision,omitempty"`
+	MemoryMD         string                         `json:"memory_md"`
+	HistoryMDRecent  string                         `json:"history_md_recent"`
+	Routines         []Routine                      `json:"routines"`
+	ActiveSessions   []ActiveSession                `json:"active_sessions"`
+	NudgePolicyState policy.Snapshot                `json:"nudge_policy_state"`
+	Calendar         []CalendarEntry                `json:"calendar"`
+	LastDecision     *PlannerDecision               `json:"last_decision,omitempty"`
 	FireHistory      map[string]policy.TopicHistory `json:"fire_history"`
-	AttentionMD      string                `json:"attention_md"`
-	BehaviorsRecent  string                `json:"behaviors_recent"`
+	AttentionMD      string                         `json:"attention_md"`
+	BehaviorsRecent  string                         `json:"behaviors_recent"`
 	// DueDeadlines are one-shot deadline plan slots in their window that
 	// have not fired yet; the planner judges whether they still matter.
 	DueDeadlines []PlanSlot `json:"due_deadlines,omitempty"`

@@ -94,7 +94,7 @@ func NewDeferManager(opts DeferOptions) (*DeferManager, error) {
 // settles. The policy is checked again at dispatch time.
 func (m *DeferManager) Register(ctx context.Context, n Nudge, condition string) Result {
 	if strings.TrimSpace(n.Message) == "" {
-		return denied("input", "empty nudge message")
+		return denied(LayerInput, "empty nudge message")
 	}
 	n.Action = policy.ActionDefer
 	v := policy.Verdict{Allow: true}

@@ -30,7 +30,7 @@ type DispatcherOptions struct {
 // keeps no state of its own: quotas live in the policy it consults, and it
 // never re-enters the agent loop, so the agent cannot "act on" a reminder.
 type NudgeDispatcher struct {
-	o    DispatcherOptions
+	o      DispatcherOptions
 	postFn atomic.Pointer[PostFunc]
 }
 
@@ -72,7 +72,7 @@ func (d *NudgeDispatcher) Targets(session string) []Target {
 // one delivery succeeded, records the fire. A failed delivery costs no quota.
 func (d *NudgeDispatcher) Dispatch(ctx context.Context, n Nudge) Result {
 	if strings.TrimSpace(n.Message) == "" {
-		return denied("input", "empty nudge message")
+		return denied(LayerInput, "empty nudge message")
 	}
 	return d.deliver(ctx, n, n.Message, nil)
 }
@@ -82,7 +82,7 @@ func (d *NudgeDispatcher) Dispatch(ctx context.Context, n Nudge) Result {
 // numbering the pick router relies on.
 func (d *NudgeDispatcher) DispatchOptions(ctx context.Context, pd PendingDecision) Result {
 	if len(pd.Options) == 0 {
-		return denied("input", "pending decision has no options")
+		return denied(LayerInput, "pending decision has no options")
 	}
 	n := Nudge{Action: policy.ActionNudge, Message: RenderMenu(pd), Session: pd.Session, Priority: pd.Priority, Topic: pd.Topic, Reason: "task discovery"}
 	return d.deliver(ctx, n, n.Message, map[string]any{"pending_decision": pd.ID})

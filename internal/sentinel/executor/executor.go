@@ -83,6 +83,10 @@ func (t Target) Key() string { return spine.ConversationKey(t.Channel, t.ChatID)
 // asks for the default targets (for example the most recent session).
 type TargetsFunc func(session string) []Target
 
+// LayerInput marks a Result refused before the policy was asked: the input
+// was unusable (no message, no target, no executor configured).
+const LayerInput = "input"
+
 func denied(layer, reason string) Result {
 	return Result{Verdict: policy.Verdict{Layer: layer, Reason: reason}}
 }

@@ -85,10 +85,10 @@ func NewInjector(opts InjectorOptions) (*NudgeInjector, error) {
 // fire is recorded only when a reply actually carries it.
 func (in *NudgeInjector) Queue(ctx context.Context, n Nudge) Result {
 	if n.Session == "" {
-		return denied("input", "nudge_inject needs a target session")
+		return denied(LayerInput, "nudge_inject needs a target session")
 	}
 	if strings.TrimSpace(n.Message) == "" {
-		return denied("input", "empty nudge message")
+		return denied(LayerInput, "empty nudge message")
 	}
 	n.Action = policy.ActionInject
 	v := policy.Verdict{Allow: true}

@@ -51,10 +51,10 @@ func NewSpawn(opts SpawnOptions) *ProactiveSpawn {
 func (s *ProactiveSpawn) Dispatch(ctx context.Context, r SpawnRequest) Result {
 	task := strings.TrimSpace(r.Task)
 	if task == "" {
-		return denied("input", "spawn_agent needs a task")
+		return denied(LayerInput, "spawn_agent needs a task")
 	}
 	if s.o.Spawn == nil {
-		return denied("input", "no subagent manager configured")
+		return denied(LayerInput, "no subagent manager configured")
 	}
 	session := r.Session
 	if session == "" && s.o.Targets != nil {
@@ -64,7 +64,7 @@ func (s *ProactiveSpawn) Dispatch(ctx context.Context, r SpawnRequest) Result {
 	}
 	ch, chatID, ok := splitSession(session)
 	if !ok {
-		return denied("input", fmt.Sprintf("spawn_agent: no usable target session %q", session))
+		return denied(LayerInput, fmt.Sprintf("spawn_agent: no usable target session %q", session))
 	}
 	req := policy.Request{Action: policy.ActionSpawn, SessionKey: session, Content: task, Priority: r.Priority, Topic: r.Topic}
 	v := policy.Verdict{Allow: true}

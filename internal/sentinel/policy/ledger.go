@@ -86,6 +86,7 @@ type ledger struct {
 	high          rateCount
 	lastDismissal int64
 	multiplier    float64
+	mapLimit      int
 }
 
 func newLedger() *ledger {
@@ -103,6 +104,7 @@ func (l *ledger) resetIndex() {
 	l.hours = [24]rateCount{}
 	l.high = rateCount{}
 	l.lastDismissal = 0
+	l.mapLimit = pruneMapsOver
 }
 
 func (l *ledger) topic(tag string) *topicState {
@@ -247,9 +249,27 @@ func (l *ledger) addFire(f fireRec, cfg *Config, now time.Time) {
 		return
 	}
 	l.indexFire(f)
-	if len(l.sessions) > pruneMapsOver || len(l.dedup) > pruneMapsOver {
-		l.reindex(cfg)
+	if len(l.sessions) > l.mapLimit || len(l.dedup) > l.mapLimit {
+		l.pruneMaps(now)
 	}
+}
+
+// pruneMaps drops session and dedup entries past fire retention (nothing
+// can consult them any more) and raises the next pruning threshold so the
+// cost stays amortised.
+func (l *ledger) pruneMaps(now time.Time) {
+	cut := now.Add(-fireRetention).UnixNano()
+	for k, at := range l.sessions {
+		if at < cut {
+			delete(l.sessions, k)
+		}
+	}
+	for k, at := range l.dedup {
+		if at < cut {
+			delete(l.dedup, k)
+		}
+	}
+	l.mapLimit = max(pruneMapsOver, 2*max(len(l.sessions), len(l.dedup)))
 }
 
 // addOutcome records a verdict; a second verdict for the same nudge replaces

@@ -1,0 +1,258 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/raven-agent/raven/internal/agent"
+	"github.com/raven-agent/raven/internal/clock"
+	"github.com/raven-agent/raven/internal/config"
+	"github.com/raven-agent/raven/internal/heartbeat"
+	"github.com/raven-agent/raven/internal/llm"
+	"github.com/raven-agent/raven/internal/llm/openai"
+	"github.com/raven-agent/raven/internal/spine"
+	"github.com/raven-agent/raven/internal/wake"
+)
+
+func newHeartbeatCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "heartbeat",
+		Short: "The HEARTBEAT.md task list: request a wake, show status, run one tick",
+		Args:  exactArgs(0),
+	}
+	cmd.AddCommand(newHeartbeatTriggerCmd(g), newHeartbeatStatusCmd(g), newHeartbeatRunCmd(g))
+	return cmd
+}
+
+func newHeartbeatTriggerCmd(g *globals) *cobra.Command {
+	var reason string
+	cmd := &cobra.Command{
+		Use:   "trigger",
+		Short: "Ask the running gateway for an early heartbeat (written to sentinel/triggers.json)",
+		Args:  exactArgs(0),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			p, cfg, err := g.loadConfig()
+			if err != nil {
+				return err
+			}
+			st := wake.NewTriggerStore(p.Triggers(), clock.Real(), newLogger(cmd.ErrOrStderr(), cfg))
+			t, err := st.Add(cmd.Context(), wake.TriggerHeartbeat, reason)
+			var ce *wake.CorruptError
+			if errors.As(err, &ce) {
+				fmt.Fprintf(cmd.ErrOrStderr(), "warning: %v\n", ce)
+				t, err = st.Add(cmd.Context(), wake.TriggerHeartbeat, reason)
+			}
+			var te *wake.TriggerError
+			if errors.As(err, &te) {
+				return usageErr(te)
+			}
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "wake requested (%s); a running gateway picks it up within seconds\n", t.ID)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&reason, "reason", "manual trigger", "why the wake was requested (shown to the heartbeat)")
+	return cmd
+}
+
+// heartbeatStatus is what `raven heartbeat status` reports.
+type heartbeatStatus struct {
+	File            heartbeat.FileState `json:"file"`
+	Enabled         bool                `json:"enabled"`
+	Interval        string              `json:"interval"`
+	LastRun         *heartbeat.Outcome  `json:"last_run,omitempty"`
+	PendingTriggers int                 `json:"pending_triggers"`
+}
+
+func newHeartbeatStatusCmd(g *globals) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "Show whether HEARTBEAT.md has tasks and what the last heartbeat did",
+		Args:  exactArgs(0),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			p, cfg, err := g.loadConfig()
+			if err != nil {
+				return err
+			}
+			s := heartbeatStatus{Enabled: cfg.Heartbeat.Enabled, Interval: cfg.Heartbeat.Interval.D().String()}
+			if s.File, err = heartbeat.Inspect(p.Heartbeat(), cfg.Heartbeat.MaxFileBytes); err != nil {
+				return err
+			}
+			last, ok, err := heartbeat.ReadLastRun(heartbeat.LastRunPath(p.Root))
+			if err != nil {
+				return err
+			}
+			if ok {
+				s.LastRun = &last
+			}
+			pending, err := wake.NewTriggerStore(p.Triggers(), clock.Real(), nil).Pending(cmd.Context())
+			if err != nil {
+				return err
+			}
+			for _, t := range pending {
+				if t.Kind == wake.TriggerHeartbeat {
+					s.PendingTriggers++
+				}
+			}
+			if asJSON || g.json {
+				return printJSON(cmd.OutOrStdout(), s)
+			}
+			printHeartbeatStatus(cmd.OutOrStdout(), s)
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func printHeartbeatStatus(w io.Writer, s heartbeatStatus) {
+	state := "absent"
+	switch {
+	case s.File.Present && s.File.Active:
+		state = "active (has tasks)"
+	case s.File.Present:
+		state = "template only (no tasks: no model calls)"
+	}
+	enabled := "enabled"
+	if !s.Enabled {
+		enabled = "disabled"
+	}
+	fmt.Fprintf(w, "heartbeat:  %s, every %s\n", enabled, s.Interval)
+	fmt.Fprintf(w, "file:       %s — %s\n", s.File.Path, state)
+	if s.File.Truncated {
+		fmt.Fprintf(w, "            %d bytes; only the first part is read (heartbeat.max_file_bytes)\n", s.File.Bytes)
+	}
+	if s.LastRun == nil {
+		fmt.Fprintln(w, "last run:   none recorded")
+	} else {
+		l := s.LastRun
+		fmt.Fprintf(w, "last run:   %s  %s", l.At.Local().Format(time.RFC3339), l.Route)
+		if l.Reason != "" {
+			fmt.Fprintf(w, " — %s", l.Reason)
+		}
+		fmt.Fprintln(w)
+		if l.Error != "" {
+			fmt.Fprintf(w, "            error: %s\n", l.Error)
+		}
+		for _, t := range l.Delivered {
+			fmt.Fprintf(w, "            delivered to %s:%s\n", t.Channel, t.ChatID)
+		}
+	}
+	fmt.Fprintf(w, "pending wake triggers: %d\n", s.PendingTriggers)
+}
+
+func newHeartbeatRunCmd(g *globals) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "run",
+		Short: "Run one heartbeat tick now in the foreground; a due task's reply is printed here",
+		Args:  exactArgs(0),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			p, cfg, err := g.loadConfig()
+			if err != nil {
+				return err
+			}
+			if cfg.Model == "" {
+				return errors.New("heartbeat run: no model configured; set \"model\" in config.json, RAVEN_MODEL or --model (e.g. ollama/qwen2.5:7b)")
+			}
+			log := newLogger(cmd.ErrOrStderr(), cfg)
+			prov, err := heartbeatProvider(cfg)
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			hub := spine.NewHub(log)
+			// Nothing but this terminal is attached: the reply is printed.
+			hub.Register("cli", spine.OutletFunc(func(_ context.Context, m spine.Message) error {
+				if asJSON || g.json {
+					return nil
+				}
+				_, err := fmt.Fprintf(out, "\n%s\n", m.Content)
+				return err
+			}))
+			ag := agent.New(agent.Options{
+				Provider: prov, MemoryPath: p.Memory(), HistoryPath: p.History(), Logger: log,
+				Config: agent.Config{SystemPrompt: cfg.Agent.SystemPrompt, MaxIterations: cfg.Agent.MaxIterations,
+					HistoryTailBytes: cfg.Agent.HistoryTailBytes, MaxTokens: cfg.Agent.MaxTokens, Model: modelName(cfg.Model)},
+			})
+			sched := spine.NewScheduler(ag.RunTurn, hub, spine.Options{Logger: log})
+			defer sched.Shutdown(context.WithoutCancel(cmd.Context()))
+
+			opts := heartbeat.ConfigOptions(p, cfg)
+			opts.Channel, opts.ChatID, opts.Forward = "cli", "direct", nil
+			opts.Provider, opts.Model = prov, modelName(cfg.Model)
+			opts.Submit, opts.Post = sched.Submit, hub.Post
+			opts.Logger = log
+			svc, err := heartbeat.New(opts)
+			if err != nil {
+				return err
+			}
+			o, err := svc.TickOnce(cmd.Context())
+			if asJSON || g.json {
+				if perr := printJSON(out, o); perr != nil {
+					return perr
+				}
+				return err
+			}
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(out, "heartbeat: %s", o.Route)
+			if o.Reason != "" {
+				fmt.Fprintf(out, " — %s", o.Reason)
+			}
+			fmt.Fprintln(out)
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the outcome as JSON")
+	return cmd
+}
+
+// modelName is the model part of "provider/model" (scripted: the whole spec).
+func modelName(spec string) string {
+	if _, m, ok := strings.Cut(spec, "/"); ok && !strings.HasPrefix(spec, "scripted:") {
+		return m
+	}
+	return spec
+}
+
+// heartbeatProvider builds the configured model. TODO(lead): replace with the
+// shared provider factory once one lands in internal/llm.
+func heartbeatProvider(cfg config.Config) (llm.Provider, error) {
+	if path, ok := strings.CutPrefix(cfg.Model, "scripted:"); ok {
+		return llm.LoadScripted(path)
+	}
+	prov, model, _ := strings.Cut(cfg.Model, "/")
+	var oc openai.Config
+	switch prov {
+	case "openai":
+		oc = openai.Config{Label: "openai", BaseURL: cfg.Providers.OpenAI.BaseURL, APIKey: cfg.Providers.OpenAI.APIKey}
+		if k := os.Getenv("OPENAI_API_KEY"); k != "" {
+			oc.APIKey = k
+		}
+	case "ollama":
+		oc = openai.Config{Label: "ollama", BaseURL: cfg.Providers.Ollama.BaseURL}
+		if oc.BaseURL == "" {
+			oc.BaseURL = "http://localhost:11434/v1"
+		}
+	default:
+		return nil, fmt.Errorf("heartbeat run: provider %q is not available in this command yet", prov)
+	}
+	oc.Model, oc.Timeout = model, cfg.Providers.Timeout.D()
+	p, err := openai.New(oc)
+	if err != nil {
+		return nil, err
+	}
+	return llm.WithRetry(p, llm.RetryConfig{MaxAttempts: cfg.Providers.MaxAttempts}), nil
+}

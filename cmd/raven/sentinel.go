@@ -1,0 +1,251 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/raven-agent/raven/internal/clock"
+	"github.com/raven-agent/raven/internal/config"
+	"github.com/raven-agent/raven/internal/llm"
+	"github.com/raven-agent/raven/internal/sentinel"
+	"github.com/raven-agent/raven/internal/sentinel/executor"
+	"github.com/raven-agent/raven/internal/spine"
+)
+
+func newSentinelCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "sentinel",
+		Short: "Inspect and drive the proactive Sentinel (works with or without a gateway)",
+	}
+	cmd.AddCommand(newSentinelTickCmd(g), newSentinelStatusCmd(g), newSentinelExplainCmd(g))
+	return cmd
+}
+
+// sentinelEnv builds a Sentinel over the data dir's shared files. Proactive
+// messages go to out: with no gateway attached, the terminal is the outlet.
+func sentinelEnv(g *globals, out io.Writer, withModel bool) (*sentinel.System, config.Paths, error) {
+	p, cfg, err := g.loadConfig()
+	if err != nil {
+		return nil, p, err
+	}
+	log := newLogger(os.Stderr, cfg)
+	var provider llm.Provider
+	model := cfg.Model
+	if cfg.Sentinel.PlannerModel != "" {
+		model = cfg.Sentinel.PlannerModel
+	}
+	if withModel {
+		if provider, err = plannerProvider(model); err != nil {
+			return nil, p, usageErr(err)
+		}
+		if provider == nil {
+			log.Warn("sentinel: no model configured; the planner will skip", "hint", llm.ErrNoModel.Error())
+		}
+	}
+	post := func(_ context.Context, m spine.Message) error {
+		_, err := fmt.Fprintf(out, "→ [%s:%s] %s\n", m.Channel, m.ChatID, m.Content)
+		return err
+	}
+	sys, err := sentinel.NewSystem(sentinel.SystemOptions{
+		Paths: p, Config: cfg.Sentinel, Provider: provider, Model: model, Post: post,
+		Targets: func(session string) []executor.Target {
+			if ch, id, ok := spine.SplitConversationKey(session); ok {
+				return []executor.Target{{Channel: ch, ChatID: id}}
+			}
+			return []executor.Target{{Channel: "cli", ChatID: "local"}}
+		},
+		Clock: clock.Real(), Logger: log,
+	})
+	return sys, p, err
+}
+
+// plannerProvider returns the planner's model. Only scripted:PATH is built
+// here; nil means "no model" and the planner degrades to skip.
+// TODO(lead): replace with the internal/llm provider factory once it lands
+// (openai/ollama/anthropic from config.Providers, wrapped in llm.WithRetry).
+func plannerProvider(model string) (llm.Provider, error) {
+	switch {
+	case model == "":
+		return nil, nil
+	case strings.HasPrefix(model, "scripted:"):
+		return llm.LoadScripted(strings.TrimPrefix(model, "scripted:"))
+	}
+	return nil, fmt.Errorf("model %q: provider factory not wired into `raven sentinel` yet; use scripted:PATH", model)
+}
+
+func newSentinelTickCmd(g *globals) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "tick",
+		Short: "Run one Sentinel tick now and show decision, route, policy verdict and delivery",
+		Long: "Runs one tick against the shared state (policy ledger, inject queue, defer heap).\n" +
+			"A nudge is printed here when no gateway delivers it. Runs even when sentinel.enabled is false.",
+		Args: exactArgs(0),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			out := cmd.OutOrStdout()
+			sys, _, err := sentinelEnv(g, out, true)
+			if err != nil {
+				return err
+			}
+			o := sys.Runner.TickOnce(cmd.Context())
+			if asJSON {
+				return printJSON(out, o.Record())
+			}
+			printTick(out, o.Record())
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the tick record as JSON")
+	return cmd
+}
+
+func printTick(w io.Writer, r sentinel.TickRecord) {
+	fmt.Fprintf(w, "%s  %s", r.Time.Local().Format("2006-01-02 15:04:05"), r.Action)
+	if r.Priority != "" && r.Action != sentinel.ActionSkip {
+		fmt.Fprintf(w, " (%s, score %.2f)", r.Priority, r.Score)
+	}
+	fmt.Fprintf(w, "  route=%s\n", r.Route)
+	if r.Reason != "" {
+		fmt.Fprintf(w, "  reason:   %s\n", r.Reason)
+	}
+	if r.Message != "" {
+		fmt.Fprintf(w, "  message:  %s\n", r.Message)
+	}
+	switch {
+	case r.Allowed == nil:
+		fmt.Fprintf(w, "  policy:   not consulted\n")
+	case *r.Allowed:
+		fmt.Fprintf(w, "  policy:   allowed\n")
+	default:
+		fmt.Fprintf(w, "  policy:   denied by %s: %s\n", r.Layer, r.VerdictReason)
+	}
+	state := "no"
+	switch {
+	case r.Delivered:
+		state = "yes"
+	case r.Queued:
+		state = "queued"
+	}
+	fmt.Fprintf(w, "  delivered: %s", state)
+	if r.NudgeID != "" {
+		fmt.Fprintf(w, " (nudge %s)", r.NudgeID)
+	}
+	if r.Error != "" {
+		fmt.Fprintf(w, " — %s", r.Error)
+	}
+	fmt.Fprintln(w)
+	for _, n := range r.Notes {
+		fmt.Fprintf(w, "  note:     %s\n", n)
+	}
+}
+
+type sentinelStatus struct {
+	Enabled       bool                  `json:"enabled"`
+	Policy        any                   `json:"policy"`
+	LastTick      *sentinel.TickRecord  `json:"last_tick,omitempty"`
+	PendingInject int                   `json:"pending_injects"`
+	Deferred      []executor.DeferEntry `json:"deferred"`
+}
+
+func newSentinelStatusCmd(g *globals) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "Show quotas left, quiet hours, the adaptive multiplier and the last decision",
+		Args:  exactArgs(0),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			out := cmd.OutOrStdout()
+			_, cfg, err := g.loadConfig()
+			if err != nil {
+				return err
+			}
+			sys, p, err := sentinelEnv(g, io.Discard, false)
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			snap := sys.Policy.SnapshotState()
+			st := sentinelStatus{Enabled: cfg.Sentinel.Enabled, Policy: snap}
+			if recs, err := sentinel.ReadTicks(p.TickLog(), 1); err == nil && len(recs) == 1 {
+				st.LastTick = &recs[0]
+			}
+			if q, err := sys.Injector.Pending(ctx); err == nil {
+				for _, es := range q {
+					st.PendingInject += len(es)
+				}
+			}
+			st.Deferred, _ = sys.Defer.Pending(ctx)
+			if asJSON {
+				return printJSON(out, st)
+			}
+			fmt.Fprintf(out, "sentinel:     %s\n", map[bool]string{true: "enabled", false: "disabled (sentinel.enabled=false)"}[st.Enabled])
+			quiet := "no"
+			if snap.InQuietHours {
+				quiet = "YES"
+			}
+			fmt.Fprintf(out, "quiet hours:  %s (now in quiet hours: %s)\n", snap.QuietHours, quiet)
+			fmt.Fprintf(out, "nudges left:  %d today (of %d), %d this hour (of %d)\n", snap.DayLeft, snap.DayQuota, snap.HourLeft, snap.HourQuota)
+			fmt.Fprintf(out, "spawns left:  %d today, %d this hour\n", snap.SpawnDayLeft, snap.SpawnHourLeft)
+			fmt.Fprintf(out, "multiplier:   %.2f (weekend factor %.2f)\n", snap.Multiplier, snap.WeekendFactor)
+			if !snap.DismissalCooldownUntil.IsZero() {
+				fmt.Fprintf(out, "cooldown:     after a dismissal, until %s\n", snap.DismissalCooldownUntil.Format("15:04"))
+			}
+			if snap.StateError != "" {
+				fmt.Fprintf(out, "state error:  %s\n", snap.StateError)
+			}
+			fmt.Fprintf(out, "queued:       %d inject(s), %d deferred\n", st.PendingInject, len(st.Deferred))
+			if st.LastTick != nil {
+				fmt.Fprintln(out, "last tick:")
+				printTick(out, *st.LastTick)
+			} else {
+				fmt.Fprintln(out, "last tick:    none yet")
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print as JSON")
+	return cmd
+}
+
+func newSentinelExplainCmd(g *globals) *cobra.Command {
+	var last int
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "explain",
+		Short: "Show recent ticks with their decisions and policy verdicts",
+		Args:  exactArgs(0),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if last < 1 {
+				return usageErr(fmt.Errorf("--last must be at least 1"))
+			}
+			p, err := g.paths()
+			if err != nil {
+				return err
+			}
+			recs, err := sentinel.ReadTicks(p.TickLog(), last)
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if asJSON {
+				return printJSON(out, recs)
+			}
+			if len(recs) == 0 {
+				fmt.Fprintf(out, "no ticks recorded yet (%s)\n", p.TickLog())
+				return nil
+			}
+			for _, r := range recs {
+				printTick(out, r)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().IntVar(&last, "last", 10, "how many recent ticks")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print as JSON")
+	return cmd
+}

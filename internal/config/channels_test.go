@@ -1,0 +1,51 @@
+package config
+
+import (
+	"errors"
+	"testing"
+)
+
+func TestChannelsValidate(t *testing.T) {
+	tests := []struct {
+		name    string
+		edit    func(c *ChannelsConfig)
+		wantKey string
+	}{
+		{"defaults valid", func(c *ChannelsConfig) {}, ""},
+		{"telegram needs allow list", func(c *ChannelsConfig) { c.Telegram.Enabled = true }, "channels.telegram.allow_from"},
+		{"telegram ids positive", func(c *ChannelsConfig) { c.Telegram.AllowFrom = []int64{-5} }, "channels.telegram.allow_from"},
+		{"telegram ok", func(c *ChannelsConfig) { c.Telegram.Enabled, c.Telegram.AllowFrom = true, []int64{42} }, ""},
+		{"hook name", func(c *ChannelsConfig) { c.Webhook.Name = "../x" }, "channels.webhook.name"},
+		{"outbound url", func(c *ChannelsConfig) { c.Webhook.OutboundURL = "ftp://x" }, "channels.webhook.outbound_url"},
+		{"listen", func(c *ChannelsConfig) { c.Webhook.Enabled, c.Webhook.Listen = true, "8787" }, "channels.webhook.listen"},
+		{"window", func(c *ChannelsConfig) { c.Webhook.Window = 0 }, "channels.webhook.window"},
+		{"body cap", func(c *ChannelsConfig) { c.Webhook.MaxBody = 1 }, "channels.webhook.max_body"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := defaultChannels()
+			tt.edit(&c)
+			err := c.validate()
+			var ce *Error
+			switch {
+			case tt.wantKey == "" && err != nil:
+				t.Fatalf("unexpected %v", err)
+			case tt.wantKey != "" && (!errors.As(err, &ce) || ce.Key != tt.wantKey):
+				t.Fatalf("err %v, want key %s", err, tt.wantKey)
+			}
+		})
+	}
+}
+
+func TestChannelSecretsFromEnv(t *testing.T) {
+	env := map[string]string{EnvWebhookSecret: "from-env"}
+	getenv := func(k string) string { return env[k] }
+	w := WebhookConfig{Secret: "from-file"}
+	if got := w.EffectiveSecret(getenv); got != "from-env" {
+		t.Fatalf("secret %q", got)
+	}
+	tg := TelegramConfig{Token: "file-token"}
+	if got := tg.EffectiveToken(getenv); got != "file-token" {
+		t.Fatalf("token %q", got)
+	}
+}

@@ -1,0 +1,82 @@
+package config
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestLoadDefaultsAndErrors(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "config.json")
+	cfg, err := Load(p)
+	if err != nil || cfg.Sentinel.Enabled || cfg.Gateway.UserPool != 4 {
+		t.Fatalf("missing file: %+v %v (sentinel must default off)", cfg.Sentinel, err)
+	}
+	cases := []struct{ body, key, msg string }{
+		{`{"model": "openai"}`, "model", "provider/model"},
+		{`{"model": "bogus/x"}`, "model", "unknown provider"},
+		{`{"agent": {"max_iterations": "many"}}`, "agent.max_iterations", "want int"},
+		{`{"agent": {"max_iterations": 0}}`, "agent.max_iterations", "1..200"},
+		{`{"sentinel": {"interval": "soon"}}`, "", "bad duration"},
+		{`{"nope": 1}`, "nope", "unknown key"},
+		{`{"model": `, "", "malformed JSON"},
+	}
+	for _, c := range cases {
+		os.WriteFile(p, []byte(c.body), 0o600)
+		_, err := Load(p)
+		var ce *Error
+		if !errors.As(err, &ce) {
+			t.Fatalf("%s: err = %v, want *Error", c.body, err)
+		}
+		if ce.Key != c.key || !strings.Contains(err.Error(), c.msg) || !strings.Contains(err.Error(), p) {
+			t.Errorf("%s: got %q (key %q), want key %q and %q with the file name", c.body, err, ce.Key, c.key, c.msg)
+		}
+	}
+}
+
+func TestGetSet(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "config.json")
+	if err := Set(p, "sentinel.enabled", "true"); err != nil {
+		t.Fatal(err)
+	}
+	if err := Set(p, "model", "ollama/qwen2.5:7b"); err != nil {
+		t.Fatal(err)
+	}
+	if err := Set(p, "heartbeat.interval", "45m"); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := Load(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !cfg.Sentinel.Enabled || cfg.Model != "ollama/qwen2.5:7b" || cfg.Heartbeat.Interval.D() != 45*time.Minute {
+		t.Fatalf("after set: %+v %q %v", cfg.Sentinel, cfg.Model, cfg.Heartbeat.Interval)
+	}
+	if v, err := Get(cfg, "sentinel.enabled"); err != nil || v != true {
+		t.Fatalf("get = %v %v", v, err)
+	}
+	before, _ := os.ReadFile(p)
+	for _, bad := range [][2]string{
+		{"sentinel.enabled", "maybe"},
+		{"heartbeat.interval", "soon"},
+		{"agent.max_iterations", "0"},
+		{"model", "nonsense"},
+		{"no.such.key", "1"},
+		{"sentinel", "x"},
+	} {
+		if err := Set(p, bad[0], bad[1]); err == nil {
+			t.Errorf("set %s=%s accepted", bad[0], bad[1])
+		}
+	}
+	after, _ := os.ReadFile(p)
+	if string(before) != string(after) {
+		t.Fatal("a rejected set changed the file")
+	}
+	if strings.Contains(string(after), "user_pool") {
+		t.Fatal("defaults were written into the file")
+	}
+}

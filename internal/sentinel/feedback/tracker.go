@@ -1,0 +1,387 @@
+// Package feedback records the lifecycle of every proactive nudge in
+// sentinel/feedback.jsonl and serves the acceptance rate the policy learns from.
+package feedback
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/raven-agent/raven/internal/clock"
+	"github.com/raven-agent/raven/internal/statefile"
+)
+
+// Lifecycle events.
+const (
+	EventDispatched = "dispatched"
+	EventAccepted   = "accepted"
+	EventDismissed  = "dismissed"
+	EventNeutral    = "neutral"
+)
+
+// Sources of a nudge.
+const (
+	SourceSentinel = "sentinel"
+	SourceCron     = "cron"
+)
+
+// ErrUnknownNudge is matched by errors for a nudge ID with no dispatched record.
+var ErrUnknownNudge = errors.New("feedback: unknown nudge id")
+
+// Record is one line of feedback.jsonl.
+type Record struct {
+	Time     time.Time `json:"time"`
+	Event    string    `json:"event"`
+	NudgeID  string    `json:"nudge_id"`
+	Topic    string    `json:"topic,omitempty"`
+	Session  string    `json:"session,omitempty"`
+	Action   string    `json:"action,omitempty"`
+	Priority string    `json:"priority,omitempty"`
+	Source   string    `json:"source,omitempty"`
+	Reason   string    `json:"reason,omitempty"`
+}
+
+// IsVerdict reports whether event is accepted, dismissed or neutral.
+func IsVerdict(event string) bool {
+	return event == EventAccepted || event == EventDismissed || event == EventNeutral
+}
+
+// Options are the tracker's dependencies.
+type Options struct {
+	Clock  clock.Clock
+	Logger *slog.Logger
+	// KeepDays is how many days of records the daily trim keeps (default 30).
+	KeepDays int
+	// MaxTailBytes bounds how far AcceptanceRate reads back (default 8 MiB).
+	MaxTailBytes int64
+	// LockTimeout bounds waiting for a peer process (default 10s).
+	LockTimeout time.Duration
+}
+
+// Tracker appends and reads sentinel/feedback.jsonl. Appends and the trim
+// share an flock on path+".lock" so processes never interleave or lose lines.
+type Tracker struct {
+	path string
+	lock *statefile.Lock
+	clk  clock.Clock
+	log  *slog.Logger
+	opts Options
+
+	mu        sync.Mutex
+	trimmedOn string // local date of the last trim check by this process
+}
+
+// NewTracker returns a tracker for path (created on first append).
+func NewTracker(path string, opts Options) *Tracker {
+	if opts.Clock == nil {
+		opts.Clock = clock.Real()
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.KeepDays <= 0 {
+		opts.KeepDays = 30
+	}
+	if opts.MaxTailBytes <= 0 {
+		opts.MaxTailBytes = 8 << 20
+	}
+	if opts.LockTimeout <= 0 {
+		opts.LockTimeout = 10 * time.Second
+	}
+	return &Tracker{path: path, lock: statefile.NewLock(path + ".lock"), clk: opts.Clock, log: opts.Logger, opts: opts}
+}
+
+// Path is the JSONL file's path.
+func (t *Tracker) Path() string { return t.path }
+
+func (t *Tracker) withLock(ctx context.Context, fn func() error) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	lctx, cancel := context.WithTimeout(ctx, t.opts.LockTimeout)
+	err := t.lock.Acquire(lctx)
+	cancel()
+	if err != nil {
+		return err
+	}
+	defer t.lock.Release()
+	return fn()
+}
+
+// Append writes rec as one line, stamping Time when zero.
+func (t *Tracker) Append(ctx context.Context, rec Record) error {
+	if rec.NudgeID == "" {
+		return errors.New("feedback: append: empty nudge id")
+	}
+	if rec.Event != EventDispatched && !IsVerdict(rec.Event) {
+		return fmt.Errorf("feedback: append: unknown event %q", rec.Event)
+	}
+	if rec.Time.IsZero() {
+		rec.Time = t.clk.Now()
+	}
+	rec.Time = rec.Time.UTC()
+	line, err := json.Marshal(rec)
+	if err != nil {
+		return fmt.Errorf("feedback: encode %s: %w", rec.NudgeID, err)
+	}
+	line = append(line, '\n')
+	return t.withLock(ctx, func() error {
+		if err := os.MkdirAll(filepath.Dir(t.path), 0o700); err != nil {
+			return fmt.Errorf("feedback: mkdir: %w", err)
+		}
+		f, err := os.OpenFile(t.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+		if err != nil {
+			return fmt.Errorf("feedback: open %s: %w", t.path, err)
+		}
+		if _, err := f.Write(line); err != nil {
+			f.Close()
+			return fmt.Errorf("feedback: append %s: %w", t.path, err)
+		}
+		return f.Close()
+	})
+}
+
+// RecordDispatched logs a delivered nudge. Cron deliveries are written as
+// neutral dispatches (source "cron") and never count toward the rate.
+func (t *Tracker) RecordDispatched(ctx context.Context, rec Record) error {
+	rec.Event = EventDispatched
+	if rec.Source == "" {
+		rec.Source = SourceSentinel
+	}
+	return t.Append(ctx, rec)
+}
+
+// RecordVerdict logs the owner's verdict on a dispatched nudge, copying its
+// topic, action and source. An unknown ID yields an error matching
+// ErrUnknownNudge.
+func (t *Tracker) RecordVerdict(ctx context.Context, nudgeID, verdict, session, reason string) (Record, error) {
+	if !IsVerdict(verdict) {
+		return Record{}, fmt.Errorf("feedback: verdict %q: want accepted, dismissed or neutral", verdict)
+	}
+	d, ok, err := t.Lookup(nudgeID)
+	if err != nil {
+		return Record{}, err
+	}
+	if !ok {
+		return Record{}, fmt.Errorf("%w %q", ErrUnknownNudge, nudgeID)
+	}
+	rec := Record{
+		Event: verdict, NudgeID: nudgeID, Topic: d.Topic, Session: session, Action: d.Action,
+		Priority: d.Priority, Source: d.Source, Reason: reason,
+	}
+	if rec.Session == "" {
+		rec.Session = d.Session
+	}
+	if err := t.Append(ctx, rec); err != nil {
+		return Record{}, err
+	}
+	return rec, nil
+}
+
+func (t *Tracker) open() (*os.File, error) {
+	f, err := os.Open(t.path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("feedback: open %s: %w", t.path, err)
+	}
+	return f, nil
+}
+
+// scanBack visits records newest first. Malformed lines are skipped.
+func (t *Tracker) scanBack(maxBytes int64, fn func(r Record) bool) error {
+	f, err := t.open()
+	if f == nil {
+		return err
+	}
+	defer f.Close()
+	var read int64
+	err = reverseLines(f, func(line []byte) bool {
+		read += int64(len(line)) + 1
+		if maxBytes > 0 && read > maxBytes {
+			return false
+		}
+		var r Record
+		if json.Unmarshal(line, &r) != nil {
+			return true
+		}
+		return fn(r)
+	})
+	if err != nil {
+		return fmt.Errorf("feedback: read %s: %w", t.path, err)
+	}
+	return nil
+}
+
+// AcceptanceRate is accepted / (accepted + dismissed) over verdicts newer
+// than window, reading the file backwards only as far as needed. Neutral
+// verdicts and anything from cron are excluded; samples counts the rest.
+// A read error is logged and yields whatever was read (0, 0 at worst), so
+// the policy simply does not retune.
+func (t *Tracker) AcceptanceRate(window time.Duration) (rate float64, samples int) {
+	cut := t.clk.Now().Add(-window)
+	// Lines from several processes may be slightly out of order; read a
+	// minute past the cut before stopping.
+	stop := cut.Add(-time.Minute)
+	var acc, dis int
+	err := t.scanBack(t.opts.MaxTailBytes, func(r Record) bool {
+		if r.Time.Before(stop) {
+			return false
+		}
+		if r.Time.Before(cut) || r.Source == SourceCron {
+			return true
+		}
+		switch r.Event {
+		case EventAccepted:
+			acc++
+		case EventDismissed:
+			dis++
+		}
+		return true
+	})
+	if err != nil {
+		t.log.Warn("feedback: acceptance rate read failed", "path", t.path, "err", err)
+	}
+	samples = acc + dis
+	if samples > 0 {
+		rate = float64(acc) / float64(samples)
+	}
+	return rate, samples
+}
+
+// Lookup finds the dispatched record of nudgeID, newest first.
+func (t *Tracker) Lookup(nudgeID string) (Record, bool, error) {
+	var found Record
+	ok := false
+	err := t.scanBack(0, func(r Record) bool {
+		if r.NudgeID == nudgeID && r.Event == EventDispatched {
+			found, ok = r, true
+			return false
+		}
+		return true
+	})
+	return found, ok, err
+}
+
+// Recent returns up to n records, newest first.
+func (t *Tracker) Recent(n int) ([]Record, error) {
+	out := []Record{}
+	if n <= 0 {
+		return out, nil
+	}
+	err := t.scanBack(0, func(r Record) bool {
+		out = append(out, r)
+		return len(out) < n
+	})
+	return out, err
+}
+
+// MaybeTrim drops records older than KeepDays, at most once per local day
+// per process, and only rewrites the file when its first record is old
+// enough to go. It reports whether the file was rewritten.
+func (t *Tracker) MaybeTrim(ctx context.Context) (bool, error) {
+	now := t.clk.Now()
+	today := now.Format(time.DateOnly)
+	t.mu.Lock()
+	done := t.trimmedOn == today
+	t.mu.Unlock()
+	if done {
+		return false, nil
+	}
+	cut := now.Add(-time.Duration(t.opts.KeepDays) * 24 * time.Hour)
+	trimmed := false
+	err := t.withLock(ctx, func() error {
+		var err error
+		trimmed, err = t.trimLocked(cut)
+		return err
+	})
+	if err != nil {
+		return false, err
+	}
+	t.mu.Lock()
+	t.trimmedOn = today
+	t.mu.Unlock()
+	return trimmed, nil
+}
+
+func (t *Tracker) trimLocked(cut time.Time) (bool, error) {
+	f, err := t.open()
+	if f == nil {
+		return false, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 4<<20)
+	if sc.Scan() {
+		var first Record
+		if json.Unmarshal(sc.Bytes(), &first) == nil && !first.Time.Before(cut) {
+			return false, nil
+		}
+	} else {
+		return false, sc.Err()
+	}
+	if _, err := f.Seek(0, 0); err != nil {
+		return false, err
+	}
+	sc = bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 4<<20)
+	tmp, err := os.CreateTemp(filepath.Dir(t.path), "."+filepath.Base(t.path)+".trim-*")
+	if err != nil {
+		return false, fmt.Errorf("feedback: trim: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	w := bufio.NewWriter(tmp)
+	kept, dropped, bad := 0, 0, 0
+	for sc.Scan() {
+		var r Record
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			bad++
+			continue
+		}
+		if r.Time.Before(cut) {
+			dropped++
+			continue
+		}
+		w.Write(sc.Bytes())
+		w.WriteByte('\n')
+		kept++
+	}
+	if err := sc.Err(); err != nil {
+		tmp.Close()
+		return false, fmt.Errorf("feedback: trim read: %w", err)
+	}
+	if err := w.Flush(); err != nil {
+		tmp.Close()
+		return false, fmt.Errorf("feedback: trim write: %w", err)
+	}
+	if err := tmp.Chmod(0o600); err != nil {
+		tmp.Close()
+		return false, err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return false, fmt.Errorf("feedback: trim fsync: %w", err)
+	}
+	if err := tmp.Close(); err != nil {
+		return false, err
+	}
+	if err := os.Rename(tmp.Name(), t.path); err != nil {
+		return false, fmt.Errorf("feedback: trim rename: %w", err)
+	}
+	if d, err := os.Open(filepath.Dir(t.path)); err == nil {
+		d.Sync()
+		d.Close()
+	}
+	if bad > 0 {
+		t.log.Warn("feedback: dropped malformed lines while trimming", "path", t.path, "lines", bad)
+	}
+	t.log.Info("feedback: trimmed", "path", t.path, "kept", kept, "dropped", dropped)
+	return true, nil
+}

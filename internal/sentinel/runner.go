@@ -1,0 +1,501 @@
+package sentinel
+
+import (
+	"context"
+	"fmt"
+	"hash/fnv"
+	"log/slog"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/raven-agent/raven/internal/clock"
+	"github.com/raven-agent/raven/internal/sentinel/executor"
+	"github.com/raven-agent/raven/internal/sentinel/policy"
+)
+
+// Routes recorded in TickOutcome.Route.
+const (
+	RouteSkip             = "skip"
+	RouteFastPathQuiet    = "fast_path_quiet_hours"
+	RouteFastPathDedup    = "fast_path_dedup"
+	RouteScheduledFire    = "scheduled_fire"
+	RouteDeadlineFallback = "deadline_fallback"
+	RouteNudge            = "nudge"
+	RouteInject           = "nudge_inject"
+	RouteDefer            = "nudge_defer"
+	RouteSpawn            = "spawn_agent"
+	RouteError            = "error"
+)
+
+// TickOutcome is what one tick did.
+type TickOutcome struct {
+	Decision PlannerDecision `json:"decision"`
+	// Result is nil when nothing was attempted (skip, fast path).
+	Result  *executor.Result `json:"result,omitempty"`
+	NudgeID string           `json:"nudge_id,omitempty"`
+	Route   string           `json:"route"`
+	Notes   []string         `json:"notes,omitempty"`
+	// Verdict is the policy's answer when an executor asked it.
+	Verdict *policy.Verdict `json:"verdict,omitempty"`
+}
+
+// Delivered reports whether the tick reached the owner (or started a spawn).
+func (o TickOutcome) Delivered() bool { return o.Result != nil && o.Result.Delivered }
+
+// AcceptanceSource is the feedback tracker's acceptance rate.
+type AcceptanceSource interface {
+	AcceptanceRate(window time.Duration) (rate float64, samples int)
+}
+
+// Tuner is the policy's adaptive multiplier.
+type Tuner interface {
+	ApplyAdaptiveTuning(rate float64, samples int) float64
+}
+
+// RunnerOptions are the Runner's collaborators. Only Assembler and Planner
+// are required; every missing executor turns its route into a recorded,
+// undelivered result.
+type RunnerOptions struct {
+	Assembler  *Assembler
+	Planner    Decider
+	Dispatcher *executor.NudgeDispatcher
+	Injector   *executor.NudgeInjector
+	Defer      *executor.DeferManager
+	Spawn      *executor.ProactiveSpawn
+
+	// PlanSlots returns the day's planned fires (the daily-plan producer).
+	PlanSlots func(day time.Time) []PlanSlot
+	// DeadlineFallback lets a planner outage blind-fire due high-priority
+	// deadline slots through the policy.
+	DeadlineFallback bool
+
+	Feedback       AcceptanceSource
+	Tuner          Tuner
+	FeedbackWindow time.Duration // acceptance-rate window (default 7 days)
+	// TrimFeedback runs once a day (the tracker's daily trim).
+	TrimFeedback func(ctx context.Context) error
+
+	// Discover runs the daily task discovery once a day from
+	// DiscoveryHour (local); nil disables it.
+	Discover      func(ctx context.Context, pc PlannerContext) executor.Result
+	DiscoveryHour int
+
+	// Triggers drains operator triggers ("tick", "discover", …); polled
+	// every TriggerInterval while the loop runs. OnTrigger handles names
+	// the runner does not know.
+	Triggers        func(ctx context.Context) ([]string, error)
+	OnTrigger       func(ctx context.Context, name string)
+	TriggerInterval time.Duration
+
+	// TickLogPath is sentinel/ticks.jsonl; empty disables the tick log.
+	TickLogPath string
+
+	Interval time.Duration // default 1800s
+	DedupTTL time.Duration // default 2h
+
+	Clock  clock.Clock
+	Logger *slog.Logger
+}
+
+// Runner defaults.
+const (
+	DefaultInterval        = 1800 * time.Second
+	DefaultDedupTTL        = 2 * time.Hour
+	DefaultFeedbackWindow  = 7 * 24 * time.Hour
+	DefaultTriggerInterval = 30 * time.Second
+)
+
+// Runner drives the Sentinel: assemble, fast paths, plan, route.
+type Runner struct {
+	o   RunnerOptions
+	clk clock.Clock
+	log *slog.Logger
+
+	tickMu        sync.Mutex // one tick at a time (loop, triggers, CLI)
+	skipSig       uint64
+	skipAt        time.Time
+	firedSlots    map[string]string // slot ID -> local day it fired
+	lastTrimDay   string
+	lastDiscovery string
+
+	loopMu sync.Mutex
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// NewRunner returns a runner.
+func NewRunner(opts RunnerOptions) (*Runner, error) {
+	if opts.Assembler == nil || opts.Planner == nil {
+		return nil, fmt.Errorf("sentinel: runner needs an assembler and a planner")
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.Real()
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Interval <= 0 {
+		opts.Interval = DefaultInterval
+	}
+	if opts.DedupTTL <= 0 {
+		opts.DedupTTL = DefaultDedupTTL
+	}
+	if opts.FeedbackWindow <= 0 {
+		opts.FeedbackWindow = DefaultFeedbackWindow
+	}
+	if opts.TriggerInterval <= 0 {
+		opts.TriggerInterval = DefaultTriggerInterval
+	}
+	return &Runner{o: opts, clk: opts.Clock, log: opts.Logger, firedSlots: map[string]string{}}, nil
+}
+
+// TickOnce assembles the context and runs one tick.
+func (r *Runner) TickOnce(ctx context.Context) (out TickOutcome) {
+	defer r.recoverTick(&out)
+	pc := r.o.Assembler.Assemble(ctx)
+	return r.TickWithContext(ctx, pc)
+}
+
+// TickWithContext runs one tick on pc. It never panics and never fails:
+// every failure becomes a recorded skip or an undelivered result.
+func (r *Runner) TickWithContext(ctx context.Context, pc PlannerContext) (out TickOutcome) {
+	r.tickMu.Lock()
+	defer r.tickMu.Unlock()
+	defer func() { r.logTick(out) }()
+	defer r.recoverTick(&out)
+
+	now := r.clk.Now()
+	if pc.Now.IsZero() {
+		pc.Now = now
+	}
+	r.maintain(ctx, now)
+	r.maybeDiscover(ctx, pc, now)
+
+	slots := r.dueSlots(now)
+	if d, slot, ok := r.scheduledFire(slots); ok {
+		d.At = now
+		r.o.Assembler.RememberLastDecision(d)
+		out = r.route(ctx, d, pc)
+		out.Route = RouteScheduledFire
+		if out.Delivered() {
+			r.firedSlots[slot.ID] = dayKey(now)
+		}
+		return out
+	}
+	for _, s := range slots {
+		if s.Deadline || !s.Recurring {
+			pc.DueDeadlines = append(pc.DueDeadlines, s)
+		}
+	}
+
+	if d, route, ok := r.fastPath(pc, now); ok {
+		d.At = now
+		r.o.Assembler.RememberLastDecision(d)
+		return TickOutcome{Decision: d, Route: route}
+	}
+
+	d := r.o.Planner.Decide(ctx, pc)
+	d.At = now
+	if d.ProviderError && r.o.DeadlineFallback {
+		if fb, slot, ok := fallbackDeadline(pc.DueDeadlines); ok {
+			fb.At = now
+			r.log.Warn("sentinel: planner unavailable; firing high-priority deadline through the policy", "slot", slot.ID, "planner_reason", d.Reason)
+			r.o.Assembler.RememberLastDecision(fb)
+			out = r.route(ctx, fb, pc)
+			out.Route = RouteDeadlineFallback
+			out.Notes = append(out.Notes, "planner: "+d.Reason)
+			if out.Delivered() {
+				r.firedSlots[slot.ID] = dayKey(now)
+			}
+			return out
+		}
+	}
+	out = r.route(ctx, d, pc)
+	r.settleDeadlines(&out, pc.DueDeadlines, now)
+	if d.Action == ActionSkip && !d.ProviderError {
+		r.skipSig, r.skipAt = contextSignature(pc), now
+	} else {
+		r.skipSig, r.skipAt = 0, time.Time{}
+	}
+	r.o.Assembler.RememberLastDecision(d)
+	return out
+}
+
+func (r *Runner) recoverTick(out *TickOutcome) {
+	if p := recover(); p != nil {
+		r.log.Error("sentinel: tick panicked; recorded as skip", "panic", p, "stack", string(debug.Stack()))
+		*out = TickOutcome{Decision: Skip(fmt.Sprintf("runner_error: panic: %v", p)), Route: RouteError}
+	}
+}
+
+// maintain runs the daily feedback trim and the per-tick adaptive retune.
+func (r *Runner) maintain(ctx context.Context, now time.Time) {
+	if r.o.TrimFeedback != nil && r.lastTrimDay != dayKey(now) {
+		r.lastTrimDay = dayKey(now)
+		if err := r.o.TrimFeedback(ctx); err != nil {
+			r.log.Warn("sentinel: feedback trim failed", "err", err)
+		}
+	}
+	if r.o.Feedback != nil && r.o.Tuner != nil {
+		rate, n := r.o.Feedback.AcceptanceRate(r.o.FeedbackWindow)
+		r.o.Tuner.ApplyAdaptiveTuning(rate, n)
+	}
+}
+
+func (r *Runner) maybeDiscover(ctx context.Context, pc PlannerContext, now time.Time) {
+	if r.o.Discover == nil || now.Hour() < r.o.DiscoveryHour || r.lastDiscovery == dayKey(now) {
+		return
+	}
+	r.lastDiscovery = dayKey(now)
+	res := r.o.Discover(ctx, pc)
+	r.log.Info("sentinel: task discovery ran", "delivered", res.Delivered, "layer", res.Verdict.Layer, "note", res.Note, "err", res.Error)
+}
+
+// RunDiscovery runs task discovery now regardless of the daily guard.
+func (r *Runner) RunDiscovery(ctx context.Context) executor.Result {
+	if r.o.Discover == nil {
+		return executor.Result{Error: "task discovery is not configured"}
+	}
+	r.tickMu.Lock()
+	defer r.tickMu.Unlock()
+	return r.o.Discover(ctx, r.o.Assembler.Assemble(ctx))
+}
+
+func dayKey(t time.Time) string { return t.Format("2006-01-02") }
+
+// dueSlots are today's slots whose window contains now and that have not
+// fired today.
+func (r *Runner) dueSlots(now time.Time) []PlanSlot {
+	if r.o.PlanSlots == nil {
+		return nil
+	}
+	var due []PlanSlot
+	safe(r.log, "plan_slots", func() {
+		for _, s := range r.o.PlanSlots(now) {
+			if s.Due(now) && r.firedSlots[s.ID] != dayKey(now) {
+				due = append(due, s)
+			}
+		}
+	})
+	return due
+}
+
+// scheduledFire picks the first due recurring slot: it fires without an
+// LLM call. One-shot deadline slots are left to the planner.
+func (r *Runner) scheduledFire(due []PlanSlot) (PlannerDecision, PlanSlot, bool) {
+	for _, s := range due {
+		if s.Recurring && !s.Deadline && strings.TrimSpace(s.Message) != "" {
+			return slotDecision(s, "scheduled_fire: recurring slot "+s.ID), s, true
+		}
+	}
+	return PlannerDecision{}, PlanSlot{}, false
+}
+
+func slotDecision(s PlanSlot, reason string) PlannerDecision {
+	topic := s.Topic
+	if topic == "" {
+		topic = s.ID
+	}
+	return PlannerDecision{
+		Action: ActionNudge, Reason: reason, Priority: orLow(s.Priority), ProactivityScore: 1,
+		TargetSession: s.TargetSession, NudgeMessage: s.Message, Topic: topic,
+	}
+}
+
+// fallbackDeadline picks a due high-priority deadline slot. Only those may
+// be blind-fired: during an outage nobody can judge the rest.
+func fallbackDeadline(due []PlanSlot) (PlannerDecision, PlanSlot, bool) {
+	for _, s := range due {
+		if s.Priority == PriorityHigh && strings.TrimSpace(s.Message) != "" {
+			return slotDecision(s, "deadline_fallback: planner unavailable, high-priority deadline "+s.ID), s, true
+		}
+	}
+	return PlannerDecision{}, PlanSlot{}, false
+}
+
+// settleDeadlines marks deadline slots the decision acted on, and warns
+// about due deadlines this tick did not deliver.
+func (r *Runner) settleDeadlines(out *TickOutcome, due []PlanSlot, now time.Time) {
+	for _, s := range due {
+		acted := out.Decision.Topic != "" && (out.Decision.Topic == s.ID || out.Decision.Topic == s.Topic)
+		if acted && (out.Delivered() || (out.Result != nil && out.Result.Queued)) {
+			r.firedSlots[s.ID] = dayKey(now)
+			continue
+		}
+		r.log.Warn("sentinel: due deadline not fired this tick", "slot", s.ID, "priority", s.Priority, "until", s.End, "action", out.Decision.Action, "reason", out.Decision.Reason)
+		out.Notes = append(out.Notes, "due deadline not fired: "+s.ID)
+	}
+}
+
+// fastPath returns a skip that makes the planner call pointless.
+func (r *Runner) fastPath(pc PlannerContext, now time.Time) (PlannerDecision, string, bool) {
+	if pc.NudgePolicyState.InQuietHours && !hasHighDeadline(pc.DueDeadlines) {
+		return Skip("fast_path: quiet hours " + pc.NudgePolicyState.QuietHours), RouteFastPathQuiet, true
+	}
+	if last := pc.LastDecision; last != nil && last.Action == ActionSkip && r.skipSig != 0 &&
+		now.Sub(r.skipAt) < r.o.DedupTTL && contextSignature(pc) == r.skipSig {
+		return Skip("fast_path: context unchanged since the last skip"), RouteFastPathDedup, true
+	}
+	return PlannerDecision{}, "", false
+}
+
+func hasHighDeadline(due []PlanSlot) bool {
+	for _, s := range due {
+		if s.Priority == PriorityHigh {
+			return true
+		}
+	}
+	return false
+}
+
+// contextSignature hashes what makes a new decision worth asking for:
+// memory, the history tail and the active session keys.
+func contextSignature(pc PlannerContext) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(pc.MemoryMD))
+	h.Write([]byte{0})
+	h.Write([]byte(pc.HistoryMDRecent))
+	for _, s := range pc.ActiveSessions {
+		h.Write([]byte{0})
+		h.Write([]byte(s.Key))
+	}
+	for _, s := range pc.DueDeadlines {
+		h.Write([]byte{1})
+		h.Write([]byte(s.ID))
+	}
+	sum := h.Sum64()
+	if sum == 0 {
+		sum = 1
+	}
+	return sum
+}
+
+// route runs the executor for d.
+func (r *Runner) route(ctx context.Context, d PlannerDecision, pc PlannerContext) TickOutcome {
+	out := TickOutcome{Decision: d, Route: string(d.Action)}
+	if d.Action == ActionSkip || !d.Action.Valid() {
+		out.Route = RouteSkip
+		return out
+	}
+	session := d.TargetSession
+	if session == "" && (d.Action == ActionNudgeInject || d.Action == ActionNudgeDefer) && len(pc.ActiveSessions) > 0 {
+		session = pc.ActiveSessions[0].Key
+		out.Notes = append(out.Notes, "target session defaulted to "+session)
+	}
+	n := executor.Nudge{Message: d.NudgeMessage, Session: session, Priority: policy.Priority(orLow(d.Priority)), Topic: d.Topic, Reason: d.Reason}
+	missing := func(what string) executor.Result {
+		return executor.Result{Verdict: policy.Verdict{Layer: executor.LayerInput, Reason: what + " is not configured"}}
+	}
+	var res executor.Result
+	switch d.Action {
+	case ActionNudge:
+		n.Action = policy.ActionNudge
+		if r.o.Dispatcher == nil {
+			res = missing("the nudge dispatcher")
+		} else {
+			res = r.o.Dispatcher.Dispatch(ctx, n)
+		}
+	case ActionNudgeInject:
+		n.Action = policy.ActionInject
+		if r.o.Injector == nil {
+			res = missing("the nudge injector")
+		} else {
+			res = r.o.Injector.Queue(ctx, n)
+		}
+	case ActionNudgeDefer:
+		n.Action = policy.ActionDefer
+		if r.o.Defer == nil {
+			res = missing("the defer manager")
+		} else {
+			res = r.o.Defer.Register(ctx, n, d.DeferCondition)
+		}
+	case ActionSpawnAgent:
+		if r.o.Spawn == nil {
+			res = missing("the spawner")
+		} else {
+			res = r.o.Spawn.Dispatch(ctx, executor.SpawnRequest{Task: d.SpawnTask, Session: d.TargetSession, Priority: n.Priority, Topic: d.Topic, Reason: d.Reason})
+		}
+	}
+	out.Result = &res
+	out.NudgeID = res.NudgeID
+	v := res.Verdict
+	out.Verdict = &v
+	if res.Note != "" {
+		out.Notes = append(out.Notes, res.Note)
+	}
+	if !v.Allow {
+		r.log.Info("sentinel: decision denied", "action", d.Action, "layer", v.Layer, "reason", v.Reason)
+	}
+	return out
+}
+
+// Start runs the tick loop, the defer loop and (when configured) the
+// trigger loop until ctx ends or Stop is called.
+func (r *Runner) Start(ctx context.Context) {
+	r.loopMu.Lock()
+	defer r.loopMu.Unlock()
+	if r.cancel != nil {
+		return
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	r.cancel = cancel
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		for clock.Sleep(ctx, r.clk, r.o.Interval) == nil {
+			r.TickOnce(ctx)
+		}
+	}()
+	if r.o.Defer != nil {
+		r.wg.Add(1)
+		go func() {
+			defer r.wg.Done()
+			r.o.Defer.Run(ctx)
+		}()
+	}
+	if r.o.Triggers != nil {
+		r.wg.Add(1)
+		go func() {
+			defer r.wg.Done()
+			for clock.Sleep(ctx, r.clk, r.o.TriggerInterval) == nil {
+				r.consumeTriggers(ctx)
+			}
+		}()
+	}
+}
+
+// Stop ends the loops and waits for them.
+func (r *Runner) Stop() {
+	r.loopMu.Lock()
+	cancel := r.cancel
+	r.cancel = nil
+	r.loopMu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+	r.wg.Wait()
+}
+
+func (r *Runner) consumeTriggers(ctx context.Context) {
+	names, err := r.o.Triggers(ctx)
+	if err != nil {
+		r.log.Warn("sentinel: reading triggers failed", "err", err)
+		return
+	}
+	for _, name := range names {
+		switch name {
+		case "tick":
+			r.TickOnce(ctx)
+		case "discover":
+			r.RunDiscovery(ctx)
+		default:
+			if r.o.OnTrigger != nil {
+				r.o.OnTrigger(ctx, name)
+			} else {
+				r.log.Warn("sentinel: unknown trigger ignored", "trigger", name)
+			}
+		}
+	}
+}
