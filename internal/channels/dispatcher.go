@@ -106,17 +106,17 @@ func (d *Dispatcher) Dispatch(ctx context.Context, req spine.TurnRequest) (Outco
 	// claim a proactive origin and dodge the user-only INJECT rule.
 	req.Origin = spine.OriginUser
 	conv := req.Conversation()
-	log := d.d.Log.With("conversation", conv, "channel", req.Channel)
+	log := d.d.Log
 
 	// A turn blocked on ask_user waits for this message; starting or
 	// injecting a turn instead would leave it hanging until its timeout.
 	// A "/" command is never an answer: it stays a command.
 	if d.d.PendingQuestion != nil && !isCommand(req.Content) && d.d.PendingQuestion(conv) {
 		if d.d.AnswerQuestion(conv, req.Content) {
-			log.Debug("inbound answered pending question")
+			log.Debug("inbound answered pending question", "conversation", conv)
 			return Answered, nil, nil
 		}
-		log.Debug("pending question vanished before the answer; dispatching as a message")
+		log.Debug("pending question vanished before the answer; dispatching as a message", "conversation", conv)
 	}
 
 	for i, h := range d.d.Hooks {
@@ -124,7 +124,7 @@ func (d *Dispatcher) Dispatch(ctx context.Context, req spine.TurnRequest) (Outco
 		if !handled {
 			continue
 		}
-		log.Debug("inbound consumed by hook", "hook", i)
+		log.Debug("inbound consumed by hook", "conversation", conv, "hook", i)
 		if reply != "" && d.d.Post != nil {
 			m := spine.Message{Channel: req.Channel, ChatID: req.ChatID, Content: reply, Origin: spine.OriginUser, Reply: true}
 			if err := d.d.Post(ctx, m); err != nil {
@@ -146,7 +146,7 @@ func (d *Dispatcher) Dispatch(ctx context.Context, req spine.TurnRequest) (Outco
 	if err != nil {
 		return out, nil, fmt.Errorf("channels: submit %s (%s): %w", conv, out, err)
 	}
-	log.Debug("inbound submitted", "busy", req.Busy.String())
+	log.Debug("inbound submitted", "conversation", conv, "busy", req.Busy.String())
 	return out, t, nil
 }
 

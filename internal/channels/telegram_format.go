@@ -49,10 +49,15 @@ func SplitMessage(s string, limit int) []string {
 		// A soft break in the first quarter would leave a runt piece and
 		// push the rest into yet another message; cut hard instead.
 		floor := len(window) / 4
-		for _, sep := range []string{"\n\n", "\n", " "} {
-			if b := strings.LastIndex(window, sep); b > 0 && b >= floor {
-				piece, rest = window[:b], s[b+len(sep):]
-				break
+		if sep := leadingBreak(rest); sep != "" {
+			// The limit fell exactly on a break.
+			rest = rest[len(sep):]
+		} else {
+			for _, sep := range breaks {
+				if b := strings.LastIndex(window, sep); b > 0 && b >= floor {
+					piece, rest = window[:b], s[b+len(sep):]
+					break
+				}
 			}
 		}
 		out = append(out, piece)
@@ -62,6 +67,18 @@ func SplitMessage(s string, limit int) []string {
 		out = append(out, s)
 	}
 	return out
+}
+
+// breaks are the soft break points, best first.
+var breaks = []string{"\n\n", "\n", " "}
+
+func leadingBreak(s string) string {
+	for _, sep := range breaks {
+		if strings.HasPrefix(s, sep) {
+			return sep
+		}
+	}
+	return ""
 }
 
 // markdownV2Special are the characters MarkdownV2 reserves outside code.
@@ -83,7 +100,7 @@ func EscapeMarkdownV2(s string) string {
 			if end := strings.Index(s[3:], "```"); end >= 0 {
 				block := s[3 : 3+end]
 				lang, code := "", block
-				if nl := strings.IndexByte(block, '\n'); nl >= 0 && isLang(block[:nl]) {
+				if nl := strings.IndexByte(block, '\n'); nl >= 0 && (nl == 0 || isLang(block[:nl])) {
 					lang, code = block[:nl], block[nl+1:]
 				}
 				b.WriteString("```")

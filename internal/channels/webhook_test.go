@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -97,7 +99,7 @@ func TestWebhookInbound(t *testing.T) {
 	if w := post(h, "/hooks/raven", body, sig); w.Code != http.StatusAccepted {
 		t.Fatalf("valid: %d %s", w.Code, w.Body)
 	}
-	if len(rec.reqs) != 1 || rec.reqs[0] != (spine.TurnRequest{Origin: spine.OriginUser, Channel: "webhook", ChatID: "ops", Content: "deploy done"}) {
+	if len(rec.reqs) != 1 || !reflect.DeepEqual(rec.reqs[0], spine.TurnRequest{Origin: spine.OriginUser, Channel: "webhook", ChatID: "ops", Content: "deploy done"}) {
 		t.Fatalf("inbound %+v", rec.reqs)
 	}
 	tests := []struct {
@@ -184,8 +186,7 @@ func TestWebhookOutletRetriesThenSucceeds(t *testing.T) {
 	var calls atomic.Int32
 	ids := make(chan string, 4)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body := make([]byte, r.ContentLength)
-		_, _ = r.Body.Read(body)
+		body, _ := io.ReadAll(r.Body)
 		if _, _, err := Verify(testSecret, r.Header.Get(SignatureHeader), body, fc.Now(), 5*time.Minute); err != nil {
 			t.Errorf("outbound signature: %v", err)
 		}

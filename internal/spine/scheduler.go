@@ -201,6 +201,22 @@ func (s *Scheduler) Submit(req TurnRequest) (*Ticket, error) {
 	return it.ticket, nil
 }
 
+// ErrCancelled is the cancellation cause of a turn stopped by Cancel (the
+// owner pressed Ctrl-C).
+var ErrCancelled = errors.New("spine: turn cancelled")
+
+// Cancel stops conversation's running turn, if any. Queued turns still run.
+func (s *Scheduler) Cancel(conversation string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	l := s.lanes[conversation]
+	if l == nil || l.running == nil {
+		return false
+	}
+	l.cancel(ErrCancelled)
+	return true
+}
+
 // HasInflight reports whether conversation has a turn running or queued.
 func (s *Scheduler) HasInflight(conversation string) bool {
 	s.mu.Lock()

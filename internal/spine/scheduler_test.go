@@ -193,6 +193,29 @@ func TestInterruptCancelsRunningTurn(t *testing.T) {
 	shutdown(t, s)
 }
 
+func TestCancelStopsOnlyTheRunningTurn(t *testing.T) {
+	b := newBlocking()
+	s := NewScheduler(b.handle, nil, Options{})
+	first, _ := s.Submit(TurnRequest{Origin: OriginUser, ConversationID: "c", Content: "slow"})
+	<-b.started
+	next, _ := s.Submit(TurnRequest{Origin: OriginUser, ConversationID: "c", Content: "queued"})
+	if !s.Cancel("c") {
+		t.Fatal("Cancel found no running turn")
+	}
+	if r := wait(t, first); !errors.Is(r.Err, ErrCancelled) {
+		t.Fatalf("cancelled turn err = %v", r.Err)
+	}
+	<-b.started
+	close(b.release)
+	if r := wait(t, next); r.Reply != "reply to queued" {
+		t.Fatalf("queued turn after cancel = %+v", r)
+	}
+	if s.Cancel("c") || s.Cancel("other") {
+		t.Fatal("Cancel reported a turn where none runs")
+	}
+	shutdown(t, s)
+}
+
 func TestProactiveInjectAndInterruptAreDemoted(t *testing.T) {
 	for _, busy := range []BusyPolicy{Inject, Interrupt} {
 		t.Run(busy.String(), func(t *testing.T) {

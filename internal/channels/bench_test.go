@@ -1,0 +1,52 @@
+package channels
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/raven-agent/raven/internal/clock"
+	"github.com/raven-agent/raven/internal/spine"
+)
+
+func BenchmarkWebhookInbound(b *testing.B) {
+	fc := clock.NewFake(epoch)
+	h, _ := NewWebhookHandler(WebhookHandlerOptions{
+		Name: "raven", Secret: testSecret, SeenCapacity: 1 << 30, Clock: fc,
+		Inbound: func(context.Context, spine.TurnRequest) error { return nil },
+	})
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		i++
+		body := `{"chat_id":"ops","text":"message ` + strconv.Itoa(i) + `"}`
+		r := httptest.NewRequest(http.MethodPost, "/hooks/raven", strings.NewReader(body))
+		r.Header.Set(SignatureHeader, Sign(testSecret, epoch, []byte(body)))
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		if w.Code != http.StatusAccepted {
+			b.Fatal(w.Code, w.Body)
+		}
+	}
+}
+
+func BenchmarkDispatch(b *testing.B) {
+	d, _ := NewDispatcher(DispatcherDeps{
+		HasInflight:     func(string) bool { return true },
+		Submit:          func(spine.TurnRequest) (*spine.Ticket, error) { return nil, nil },
+		PendingQuestion: func(string) bool { return false },
+		AnswerQuestion:  func(string, string) bool { return false },
+		Hooks:           []Hook{func(context.Context, spine.TurnRequest) (bool, string) { return false, "" }},
+	})
+	req := spine.TurnRequest{Channel: "telegram", ChatID: "42", Content: "hello"}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, _, err := d.Dispatch(ctx, req); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,409 @@
+// Package tui is Raven's operator terminal UI: a Bubble Tea client of the
+// gateway's control API (chat, clarify prompts, /question, live events).
+package tui
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/raven-agent/raven/internal/clock"
+)
+
+// ProactiveMarker marks a message Raven sent on its own (same text as the
+// CLI outlet's).
+const ProactiveMarker = "⚑ [raven, unprompted] "
+
+// Limits that keep a long-running TUI's memory flat.
+const (
+	maxMessages  = 500
+	maxEvents    = 200
+	maxInput     = 8 << 10
+	callTimeout  = 10 * time.Second
+	minBackoff   = 250 * time.Millisecond
+	maxBackoff   = 10 * time.Second
+	eventsInView = 6
+)
+
+// Options configure the model.
+type Options struct {
+	Conversation string
+	Dial         Dialer
+	// Clock drives the clarify countdown text.
+	Clock clock.Clock
+	// After schedules msg after d (default tea.Tick); tests record it and
+	// send the message themselves.
+	After func(d time.Duration, msg tea.Msg) tea.Cmd
+}
+
+// Model is the TUI state. Drive it with tea.NewProgram, or in tests by
+// calling Update and reading View.
+type Model struct {
+	o Options
+
+	client    Client
+	connected bool
+	status    string
+	backoff   time.Duration
+	// gen tags messages from one connection so stale ones from a dropped
+	// connection are ignored after a reconnect.
+	gen int
+
+	messages []line
+	events   []string
+	input    []rune
+
+	clarify  *clarifyState
+	question *Snapshot
+	notice   string
+
+	width, height int
+	quitting      bool
+}
+
+type line struct {
+	who  string
+	text string
+}
+
+// New returns a model for o.
+func New(o Options) *Model {
+	if o.Clock == nil {
+		o.Clock = clock.Real()
+	}
+	if o.After == nil {
+		o.After = func(d time.Duration, msg tea.Msg) tea.Cmd {
+			return tea.Tick(d, func(time.Time) tea.Msg { return msg })
+		}
+	}
+	if o.Conversation == "" {
+		o.Conversation = "tui:main"
+	}
+	return &Model{o: o, status: "connecting…", backoff: minBackoff, width: 80, height: 24}
+}
+
+// Messages that drive the model.
+type (
+	connectedMsg struct {
+		gen    int
+		client Client
+	}
+	connectFailedMsg struct{ err error }
+	// ReconnectMsg asks for a new connection attempt (sent by the backoff timer).
+	ReconnectMsg    struct{}
+	notificationMsg struct {
+		gen int
+		n   Notification
+	}
+	disconnectedMsg struct{ gen int }
+	rpcDoneMsg      struct {
+		what, tag string
+		result    json.RawMessage
+		err       error
+	}
+	// TickMsg repaints the clarify countdown.
+	TickMsg struct{}
+)
+
+// Init starts the first connection.
+func (m *Model) Init() tea.Cmd { return m.connect() }
+
+func (m *Model) connect() tea.Cmd {
+	m.gen++
+	gen, dial := m.gen, m.o.Dial
+	return func() tea.Msg {
+		ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+		defer cancel()
+		c, err := dial(ctx)
+		if err != nil {
+			return connectFailedMsg{err}
+		}
+		return connectedMsg{gen: gen, client: c}
+	}
+}
+
+func listen(gen int, c Client) tea.Cmd {
+	return func() tea.Msg {
+		n, ok := <-c.Notifications()
+		if !ok {
+			return disconnectedMsg{gen}
+		}
+		return notificationMsg{gen, n}
+	}
+}
+
+// call runs one RPC off the UI goroutine.
+func (m *Model) call(what, method string, params any) tea.Cmd {
+	return m.callTagged(what, "", method, params)
+}
+
+// callTagged is call with a tag naming what the reply belongs to.
+func (m *Model) callTagged(what, tag, method string, params any) tea.Cmd {
+	c := m.client
+	if c == nil {
+		m.notice = "not connected: " + what + " not sent"
+		return nil
+	}
+	return func() tea.Msg {
+		ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+		defer cancel()
+		var res json.RawMessage
+		err := c.Call(ctx, method, params, &res)
+		return rpcDoneMsg{what: what, tag: tag, result: res, err: err}
+	}
+}
+
+func (m *Model) tick() tea.Cmd { return m.o.After(time.Second, TickMsg{}) }
+
+// Update handles one message.
+func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	switch msg := msg.(type) {
+	case tea.WindowSizeMsg:
+		m.width, m.height = msg.Width, msg.Height
+	case tea.KeyPressMsg:
+		return m, m.key(msg)
+	case tea.PasteMsg:
+		m.insert(msg.Content)
+	case connectedMsg:
+		if msg.gen != m.gen {
+			_ = msg.client.Close()
+			return m, nil
+		}
+		m.client, m.connected, m.backoff = msg.client, true, minBackoff
+		m.status = "connected"
+		// After a gateway restart the displayed owner question may be
+		// stale, so it is fetched again rather than trusted.
+		return m, tea.Batch(
+			listen(m.gen, msg.client),
+			m.call("attach", MethodChatAttach, ChatAttachParams{Conversation: m.o.Conversation}),
+			m.call("subscribe", MethodEventsSubscribe, struct{}{}),
+			m.call("question", MethodInputGet, InputGetParams{Conversation: m.o.Conversation}),
+		)
+	case connectFailedMsg:
+		return m, m.lost(msg.err.Error())
+	case disconnectedMsg:
+		if msg.gen != m.gen {
+			return m, nil
+		}
+		return m, m.lost("connection closed")
+	case ReconnectMsg:
+		m.status = "connecting…"
+		return m, m.connect()
+	case notificationMsg:
+		if msg.gen != m.gen {
+			return m, nil
+		}
+		return m, tea.Batch(m.notification(msg.n), listen(m.gen, m.client))
+	case rpcDoneMsg:
+		return m, m.rpcDone(msg)
+	case TickMsg:
+		if m.clarify != nil {
+			return m, m.tick()
+		}
+	}
+	return m, nil
+}
+
+// lost drops the connection and schedules a reconnect with backoff.
+func (m *Model) lost(why string) tea.Cmd {
+	if m.client != nil {
+		_ = m.client.Close()
+	}
+	m.gen++ // ignore whatever the dead connection still delivers
+	m.client, m.connected = nil, false
+	d := m.backoff
+	m.backoff = min(m.backoff*2, maxBackoff)
+	m.status = fmt.Sprintf("disconnected (%s); retrying in %s", why, d)
+	return m.o.After(d, ReconnectMsg{})
+}
+
+func (m *Model) notification(n Notification) tea.Cmd {
+	switch n.Method {
+	case NotifyChatMessage:
+		var cm ChatMessage
+		if err := json.Unmarshal(n.Params, &cm); err != nil {
+			m.addEvent("bad chat.message: " + err.Error())
+			return nil
+		}
+		if cm.Conversation != "" && cm.Conversation != m.o.Conversation {
+			return nil
+		}
+		who := "raven"
+		if cm.Proactive {
+			who = "raven⚑"
+		}
+		m.addMessage(who, cm.Content)
+	case NotifyClarifyRequest:
+		var cr ClarifyRequest
+		if err := json.Unmarshal(n.Params, &cr); err != nil {
+			m.addEvent("bad clarify.request: " + err.Error())
+			return nil
+		}
+		m.clarify = newClarify(cr, m.o.Clock.Now())
+		return m.tick()
+	default:
+		summary, kind := summarizeEvent(n)
+		m.addEvent(summary)
+		// Lifecycle events of owner questions mean the snapshot changed;
+		// the events themselves are never taken as the answer state.
+		if kind == "input_requested" || kind == "input_resolved" {
+			return m.call("question", MethodInputGet, InputGetParams{Conversation: m.o.Conversation})
+		}
+	}
+	return nil
+}
+
+func (m *Model) addMessage(who, text string) {
+	m.messages = append(m.messages, line{who, text})
+	if len(m.messages) > maxMessages {
+		m.messages = m.messages[len(m.messages)-maxMessages:]
+	}
+}
+
+func (m *Model) addEvent(s string) {
+	m.events = append(m.events, s)
+	if len(m.events) > maxEvents {
+		m.events = m.events[len(m.events)-maxEvents:]
+	}
+}
+
+// summarizeEvent renders one event-feed notification on one line.
+func summarizeEvent(n Notification) (summary, kind string) {
+	var ev map[string]any
+	if json.Unmarshal(n.Params, &ev) != nil {
+		return n.Method, ""
+	}
+	for _, k := range []string{"kind", "type", "event"} {
+		if s, ok := ev[k].(string); ok {
+			kind = s
+			break
+		}
+	}
+	parts := []string{}
+	if seq, ok := ev["seq"].(float64); ok {
+		parts = append(parts, fmt.Sprintf("#%d", int64(seq)))
+	}
+	if kind != "" {
+		parts = append(parts, kind)
+	} else {
+		parts = append(parts, n.Method)
+	}
+	if c, ok := ev["conversation"].(string); ok {
+		parts = append(parts, c)
+	}
+	return strings.Join(parts, " "), kind
+}
+
+func (m *Model) insert(s string) {
+	s = strings.ReplaceAll(s, "\r\n", "\n")
+	for _, r := range s {
+		if len(m.input) >= maxInput {
+			return
+		}
+		if r == '\n' || r == '\t' {
+			r = ' '
+		}
+		if r >= ' ' {
+			m.input = append(m.input, r)
+		}
+	}
+}
+
+func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
+	switch k.String() {
+	case "ctrl+c", "ctrl+d":
+		return m.quit()
+	case "enter":
+		text := strings.TrimSpace(string(m.input))
+		m.input = m.input[:0]
+		return m.submit(text)
+	case "backspace":
+		if len(m.input) > 0 {
+			m.input = m.input[:len(m.input)-1]
+		}
+	case "ctrl+u":
+		m.input = m.input[:0]
+	case "up":
+		if m.clarify != nil {
+			m.clarify.move(-1)
+		}
+	case "down", "tab":
+		if m.clarify != nil {
+			m.clarify.move(1)
+		}
+	case "esc":
+		m.notice = ""
+	default:
+		if k.Text != "" && k.Mod&^tea.ModShift == 0 {
+			m.insert(k.Text)
+		}
+	}
+	return nil
+}
+
+func (m *Model) quit() tea.Cmd {
+	m.quitting = true
+	if m.client != nil {
+		_ = m.client.Close()
+		m.client = nil
+	}
+	m.gen++
+	return tea.Quit
+}
+
+// submit handles Enter: the clarify prompt takes it first, then commands,
+// then ordinary chat.
+func (m *Model) submit(text string) tea.Cmd {
+	m.notice = ""
+	if m.clarify != nil && !strings.HasPrefix(text, "/") {
+		return m.respondClarify(text)
+	}
+	if text == "" {
+		return nil
+	}
+	switch {
+	case text == "/quit" || text == "/exit":
+		return m.quit()
+	case text == "/question" || strings.HasPrefix(text, "/question "):
+		return m.questionCommand(strings.TrimSpace(strings.TrimPrefix(text, "/question")))
+	}
+	if !utf8.ValidString(text) {
+		m.notice = "input is not valid UTF-8"
+		return nil
+	}
+	m.addMessage("you", text)
+	return m.call("send", MethodChatSend, ChatSendParams{Conversation: m.o.Conversation, Text: text})
+}
+
+func (m *Model) rpcDone(r rpcDoneMsg) tea.Cmd {
+	switch r.what {
+	case "attach", "subscribe":
+		// An older gateway without these methods still works for chat.
+		if r.err != nil {
+			m.addEvent(r.what + " unavailable: " + r.err.Error())
+		}
+	case "send":
+		if r.err != nil {
+			m.notice = "message not sent: " + r.err.Error()
+		}
+	case "clarify":
+		if r.err != nil {
+			m.notice = "answer refused: " + r.err.Error()
+			return nil
+		}
+		m.notice = "answer sent"
+		if m.clarify != nil && m.clarify.tag() == r.tag {
+			m.clarify = nil
+		}
+	case "question":
+		return m.questionFetched(r)
+	case "question-answer", "question-cancel":
+		return m.questionDone(r)
+	}
+	return nil
+}

@@ -1,0 +1,116 @@
+package tui
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+
+	tea "charm.land/bubbletea/v2"
+)
+
+// questionCommand runs /question [answer N | text ... | cancel]. Answer and
+// cancel bind to the request and revision on screen, never to whatever is
+// current on the server: the owner answers what they read.
+func (m *Model) questionCommand(args string) tea.Cmd {
+	verb, rest, _ := strings.Cut(args, " ")
+	rest = strings.TrimSpace(rest)
+	if verb == "" {
+		return m.call("question", MethodInputGet, InputGetParams{Conversation: m.o.Conversation})
+	}
+	q := m.question
+	if q == nil || q.Request == nil || q.Status != "pending" {
+		m.notice = "no question on screen: run /question first"
+		return nil
+	}
+	bind := func(p *InputAnswerParams) {
+		p.Conversation, p.RequestID, p.Incarnation, p.Revision = m.o.Conversation, q.Request.RequestID, q.Incarnation, q.Revision
+	}
+	switch verb {
+	case "answer":
+		n, err := strconv.Atoi(rest)
+		if err != nil || n < 1 || n > len(q.Request.Options) {
+			m.notice = fmt.Sprintf("usage: /question answer N (1..%d)", len(q.Request.Options))
+			return nil
+		}
+		var p InputAnswerParams
+		bind(&p)
+		p.OptionID = q.Request.Options[n-1].OptionID
+		return m.call("question-answer", MethodInputAnswer, p)
+	case "text":
+		if rest == "" {
+			m.notice = "usage: /question text YOUR ANSWER"
+			return nil
+		}
+		if !q.Request.AllowText {
+			m.notice = "this question takes a choice, not text: /question answer N"
+			return nil
+		}
+		var p InputAnswerParams
+		bind(&p)
+		p.Text = rest
+		return m.call("question-answer", MethodInputAnswer, p)
+	case "cancel":
+		p := InputCancelParams{Conversation: m.o.Conversation, RequestID: q.Request.RequestID, Incarnation: q.Incarnation, Revision: q.Revision}
+		return m.call("question-cancel", MethodInputCancel, p)
+	}
+	m.notice = "usage: /question | /question answer N | /question text ... | /question cancel"
+	return nil
+}
+
+func (m *Model) questionFetched(r rpcDoneMsg) tea.Cmd {
+	if r.err != nil {
+		m.notice = "question: " + r.err.Error()
+		return nil
+	}
+	var s Snapshot
+	if err := json.Unmarshal(r.result, &s); err != nil {
+		m.notice = "question: bad snapshot: " + err.Error()
+		return nil
+	}
+	m.question = &s
+	return nil
+}
+
+// questionDone reports an answer or cancel. Either way the displayed
+// snapshot is dropped: after a conflict the owner must read the question
+// again, and after success it is no longer pending.
+func (m *Model) questionDone(r rpcDoneMsg) tea.Cmd {
+	m.question = nil
+	if r.err != nil {
+		m.notice = "refused: " + r.err.Error() + " — run /question to read it again"
+		return nil
+	}
+	var rc Receipt
+	_ = json.Unmarshal(r.result, &rc)
+	switch {
+	case r.what == "question-cancel":
+		m.notice = "question cancelled"
+	case rc.Duplicate:
+		m.notice = "already answered with the same answer (receipt " + rc.Status + ")"
+	default:
+		m.notice = "answer accepted (" + rc.Status + "); Raven continues in run " + rc.RunID
+	}
+	return nil
+}
+
+func (m *Model) questionView(b *strings.Builder) {
+	q := m.question
+	if q == nil || q.Request == nil || q.Status != "pending" {
+		return
+	}
+	title := "owner question"
+	if q.Request.Header != "" {
+		title += " [" + q.Request.Header + "]"
+	}
+	rule(b, m.width, fmt.Sprintf("─ %s · rev %d ", title, q.Revision))
+	b.WriteString(wrap(q.Request.Question, m.width) + "\n")
+	for i, o := range q.Request.Options {
+		fmt.Fprintf(b, "  %d. %s\n", i+1, o.Label)
+	}
+	hint := "  /question answer N"
+	if q.Request.AllowText {
+		hint += " · /question text ..."
+	}
+	b.WriteString(hint + " · /question cancel\n")
+}

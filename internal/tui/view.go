@@ -1,0 +1,106 @@
+package tui
+
+import (
+	"strings"
+
+	tea "charm.land/bubbletea/v2"
+)
+
+// View renders the screen: header, messages, events, prompts, input.
+func (m *Model) View() tea.View {
+	if m.quitting {
+		return tea.NewView("")
+	}
+	var top, bottom strings.Builder
+	dot := "○"
+	if m.connected {
+		dot = "●"
+	}
+	top.WriteString(truncate("raven tui · "+m.o.Conversation+" · "+dot+" "+m.status, m.width) + "\n")
+
+	if len(m.events) > 0 {
+		rule(&bottom, m.width, "─ events ")
+		for _, e := range m.events[max(0, len(m.events)-eventsInView):] {
+			bottom.WriteString(truncate(e, m.width) + "\n")
+		}
+	}
+	m.questionView(&bottom)
+	if m.clarify != nil {
+		m.clarifyView(&bottom)
+	}
+	rule(&bottom, m.width, "")
+	if m.notice != "" {
+		bottom.WriteString(truncate(m.notice, m.width) + "\n")
+	}
+	bottom.WriteString("> " + string(m.input) + "█\n")
+	bottom.WriteString("enter send · /question · /quit · ctrl+c quit")
+
+	used := strings.Count(top.String(), "\n") + strings.Count(bottom.String(), "\n") + 1
+	room := max(m.height-used, 3)
+	var msgs []string
+	for _, l := range m.messages {
+		msgs = append(msgs, strings.Split(renderLine(l, m.width), "\n")...)
+	}
+	if len(msgs) > room {
+		msgs = msgs[len(msgs)-room:]
+	}
+	for len(msgs) < room {
+		msgs = append([]string{""}, msgs...)
+	}
+	v := tea.NewView(top.String() + strings.Join(msgs, "\n") + "\n" + bottom.String())
+	v.AltScreen = true
+	v.WindowTitle = "raven · " + m.o.Conversation
+	return v
+}
+
+func renderLine(l line, width int) string {
+	switch l.who {
+	case "you":
+		return wrap("you › "+l.text, width)
+	case "raven⚑":
+		return wrap(ProactiveMarker+l.text, width)
+	default:
+		return wrap("raven › "+l.text, width)
+	}
+}
+
+func rule(b *strings.Builder, width int, label string) {
+	n := max(width-len([]rune(label)), 0)
+	b.WriteString(label + strings.Repeat("─", n) + "\n")
+}
+
+func truncate(s string, width int) string {
+	r := []rune(s)
+	if width > 1 && len(r) > width {
+		return string(r[:width-1]) + "…"
+	}
+	return s
+}
+
+// wrap breaks s at width runes, on spaces where possible. Runes, not
+// display cells: wide characters may overflow a little, never corrupt.
+func wrap(s string, width int) string {
+	if width < 10 {
+		return s
+	}
+	var out []string
+	for _, para := range strings.Split(s, "\n") {
+		r := []rune(para)
+		for len(r) > width {
+			cut := width
+			for i := width; i > width/2; i-- {
+				if r[i] == ' ' {
+					cut = i
+					break
+				}
+			}
+			out = append(out, string(r[:cut]))
+			r = r[cut:]
+			if len(r) > 0 && r[0] == ' ' {
+				r = r[1:]
+			}
+		}
+		out = append(out, string(r))
+	}
+	return strings.Join(out, "\n")
+}
