@@ -83,6 +83,8 @@ type Store struct {
 	revs     map[string]uint64
 	nextRev  uint64
 	prefix   [64]byte
+	buf      []byte                     // reused read buffer
+	scratch  map[string]json.RawMessage // sections parsed by splitCanonical
 }
 
 // fileIdent identifies one version of the file without reading it. The gen
@@ -246,9 +248,25 @@ func (s *Store) hydrateLocked() error {
 			return nil
 		}
 	}
-	data, err := io.ReadAll(f)
+	s.buf = s.buf[:0]
+	if want := int(id.size) + 512; cap(s.buf) < want {
+		s.buf = make([]byte, 0, want)
+	}
+	data, err := readAll(f, s.buf)
 	if err != nil {
 		return fmt.Errorf("statefile: read %s: %w", s.path, err)
+	}
+	s.buf = data
+	if version, gen, ok := s.splitCanonical(data); ok {
+		if version > SupportedVersion {
+			s.ident = fileIdent{}
+			return &NewerVersionError{Path: s.path, Found: version, Supported: SupportedVersion}
+		}
+		s.replaceSections(s.scratch)
+		s.scratch = nil
+		s.ident = id
+		s.gen = gen
+		return nil
 	}
 	var doc struct {
 		Version  int                        `json:"version"`
@@ -265,6 +283,9 @@ func (s *Store) hydrateLocked() error {
 		s.ident = fileIdent{}
 		return &NewerVersionError{Path: s.path, Found: doc.Version, Supported: SupportedVersion}
 	}
+	for k, v := range doc.Sections {
+		doc.Sections[k] = bytes.Clone(v) // data is a reused buffer
+	}
 	if doc.Sections == nil {
 		doc.Sections = map[string]json.RawMessage{}
 	}
@@ -272,6 +293,100 @@ func (s *Store) hydrateLocked() error {
 	s.ident = id
 	s.gen = doc.Gen
 	return nil
+}
+
+func readAll(r io.Reader, buf []byte) ([]byte, error) {
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return buf, err
+		}
+	}
+}
+
+// splitCanonical parses the layout commitLocked writes — one compact
+// section per line — without a full JSON decode: sections whose bytes equal
+// the cached ones are reused as they are, changed ones are validated and
+// copied. Anything else (a hand-edited file) returns ok=false and goes
+// through encoding/json. On success the sections are left in s.scratch.
+func (s *Store) splitCanonical(data []byte) (version int, gen uint64, ok bool) {
+	rest, ok := bytes.CutPrefix(data, []byte(`{"version":`))
+	if !ok {
+		return 0, 0, false
+	}
+	v, rest, ok := cutUint(rest)
+	if !ok || v > 1<<20 {
+		return 0, 0, false
+	}
+	if rest, ok = bytes.CutPrefix(rest, []byte(`,"gen":`)); !ok {
+		return 0, 0, false
+	}
+	gen, rest, ok = cutUint(rest)
+	if !ok {
+		return 0, 0, false
+	}
+	if rest, ok = bytes.CutPrefix(rest, []byte(`,"sections":{`)); !ok {
+		return 0, 0, false
+	}
+	if rest, ok = bytes.CutSuffix(rest, []byte("\n}}\n")); !ok {
+		return 0, 0, false
+	}
+	out := make(map[string]json.RawMessage, len(s.sections))
+	if int(v) > SupportedVersion {
+		return int(v), gen, true
+	}
+	for len(rest) > 0 {
+		if rest, ok = bytes.CutPrefix(rest, []byte("\n\"")); !ok {
+			return 0, 0, false
+		}
+		end := 0
+		for end < len(rest) && isNameByte(rest[end]) {
+			end++
+		}
+		if end == 0 || !bytes.HasPrefix(rest[end:], []byte(`":`)) {
+			return 0, 0, false
+		}
+		name := string(rest[:end])
+		rest = rest[end+2:]
+		line := rest
+		next := bytes.Index(rest, []byte(",\n\""))
+		if next >= 0 {
+			line, rest = rest[:next], rest[next+1:]
+		} else {
+			rest = nil
+		}
+		if old, had := s.sections[name]; had && bytes.Equal(old, line) {
+			out[name] = old
+			continue
+		}
+		if !json.Valid(line) {
+			return 0, 0, false
+		}
+		out[name] = bytes.Clone(line)
+	}
+	s.scratch = out
+	return int(v), gen, true
+}
+
+func isNameByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.'
+}
+
+func cutUint(b []byte) (uint64, []byte, bool) {
+	var v uint64
+	n := 0
+	for n < len(b) && n < 19 && b[n] >= '0' && b[n] <= '9' {
+		v = v*10 + uint64(b[n]-'0')
+		n++
+	}
+	return v, b[n:], n > 0
 }
 
 func (s *Store) corruptLocked(cause error) error {
