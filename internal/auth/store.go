@@ -52,8 +52,9 @@ func (c Credential) Revoked() bool { return !c.RevokedAt.IsZero() }
 // every check reads the database, so a revoke or rotate done by the CLI takes
 // effect on the gateway's next call.
 type Store struct {
-	db  *sql.DB
-	clk clock.Clock
+	db     *sql.DB
+	clk    clock.Clock
+	verify *sql.Stmt // the hot path: one indexed lookup per control API call
 }
 
 // NewStore migrates the auth tables in db and returns the store.
@@ -61,7 +62,12 @@ func NewStore(ctx context.Context, db *sql.DB, clk clock.Clock) (*Store, error) 
 	if err := sqlitedb.Migrate(ctx, db, "auth", migrations); err != nil {
 		return nil, fmt.Errorf("auth: %w", err)
 	}
-	return &Store{db: db, clk: clk}, nil
+	verify, err := db.PrepareContext(ctx, `SELECT name, role, read_only, generation, token_hash, revoked_at
+		FROM auth_credentials WHERE token_hash = ?`)
+	if err != nil {
+		return nil, fmt.Errorf("auth: prepare: %w", err)
+	}
+	return &Store{db: db, clk: clk, verify: verify}, nil
 }
 
 var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
@@ -220,8 +226,7 @@ func (s *Store) Verify(ctx context.Context, token string) (Principal, error) {
 	var role string
 	var stored []byte
 	var revoked sql.NullInt64
-	err := s.db.QueryRowContext(ctx, `SELECT name, role, read_only, generation, token_hash, revoked_at
-		FROM auth_credentials WHERE token_hash = ?`, want).Scan(&p.Name, &role, &p.ReadOnly, &p.Generation, &stored, &revoked)
+	err := s.verify.QueryRowContext(ctx, want).Scan(&p.Name, &role, &p.ReadOnly, &p.Generation, &stored, &revoked)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Principal{}, ErrUnauthenticated
 	}

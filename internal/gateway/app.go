@@ -14,6 +14,7 @@ import (
 	"github.com/raven-agent/raven/internal/clock"
 	"github.com/raven-agent/raven/internal/config"
 	"github.com/raven-agent/raven/internal/llm"
+	"github.com/raven-agent/raven/internal/questions"
 	"github.com/raven-agent/raven/internal/session"
 	"github.com/raven-agent/raven/internal/spine"
 	"github.com/raven-agent/raven/internal/sqlitedb"
@@ -49,6 +50,8 @@ type App struct {
 	Scheduler *spine.Scheduler
 	Agent     *agent.Agent
 	Subagents *agent.SubagentManager
+	// Broker is the ask_user broker, once EnableAskUser ran.
+	Broker *questions.Broker
 
 	ctx     context.Context
 	cancel  context.CancelFunc

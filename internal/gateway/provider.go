@@ -3,6 +3,7 @@ package gateway
 import (
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"strings"
 
@@ -62,4 +63,29 @@ func firstNonEmpty(vals ...string) string {
 		}
 	}
 	return ""
+}
+
+// ProbeEndpoint returns a cheap GET that proves the configured model's
+// endpoint is reachable and the key accepted (the models listing), for
+// `raven doctor`. Scripted and unset models return "".
+func ProbeEndpoint(cfg config.Config) (string, http.Header) {
+	name, _, _ := strings.Cut(cfg.Model, "/")
+	h := http.Header{}
+	switch name {
+	case "openai":
+		base := firstNonEmpty(os.Getenv("OPENAI_BASE_URL"), cfg.Providers.OpenAI.BaseURL, openai.DefaultBaseURL)
+		if key := firstNonEmpty(os.Getenv("OPENAI_API_KEY"), cfg.Providers.OpenAI.APIKey); key != "" {
+			h.Set("Authorization", "Bearer "+key)
+		}
+		return strings.TrimRight(base, "/") + "/models", h
+	case "ollama":
+		base := firstNonEmpty(os.Getenv("OLLAMA_BASE_URL"), cfg.Providers.Ollama.BaseURL, OllamaBaseURL)
+		return strings.TrimRight(base, "/") + "/models", h
+	case "anthropic":
+		base := firstNonEmpty(os.Getenv("ANTHROPIC_BASE_URL"), cfg.Providers.Anthropic.BaseURL, anthropic.DefaultBaseURL)
+		h.Set("x-api-key", firstNonEmpty(os.Getenv("ANTHROPIC_API_KEY"), cfg.Providers.Anthropic.APIKey))
+		h.Set("anthropic-version", "2023-06-01")
+		return strings.TrimRight(base, "/") + "/v1/models", h
+	}
+	return "", nil
 }

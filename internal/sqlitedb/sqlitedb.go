@@ -28,6 +28,9 @@ func Open(path string) (*sql.DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sqlitedb: open %s: %w", path, err)
 	}
+	// Keep connections warm: opening a SQLite connection re-applies every
+	// pragma, which dominated control-API latency under concurrent clients.
+	db.SetMaxIdleConns(16)
 	if err := db.Ping(); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("sqlitedb: open %s: %w", path, err)

@@ -1,0 +1,106 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/raven-agent/raven/internal/channels"
+	"github.com/raven-agent/raven/internal/chat"
+	"github.com/raven-agent/raven/internal/gateway"
+	"github.com/raven-agent/raven/internal/spine"
+)
+
+func newChatCmd(g *globals) *cobra.Command {
+	var message string
+	cmd := &cobra.Command{
+		Use:   "chat",
+		Short: "Talk to Raven in the terminal (interactive, or one-shot with -m)",
+		Long: `Interactive chat on conversation cli:direct. The prompt stays live while Raven works:
+type to add to the running turn, Ctrl-C cancels it, Ctrl-D (or /quit) exits.
+Proactive messages (reminders, nudges) are printed with a visible marker.
+
+With -m, send one message, print the reply and exit (non-zero on failure).`,
+		Args: exactArgs(0),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			p, cfg, err := g.loadConfig()
+			if err != nil {
+				return err
+			}
+			logw := os.Stderr
+			log := newLogger(logw, cfg)
+			if message == "" {
+				// Keep routine logs off the interactive screen.
+				cfg.Log.Level = "warn"
+				log = newLogger(logw, cfg)
+			}
+			ctx := cmd.Context()
+			app, err := gateway.New(ctx, gateway.Options{Paths: p, Config: cfg, Logger: log})
+			if err != nil {
+				return err
+			}
+			defer func() {
+				sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				defer cancel()
+				app.Close(sctx)
+			}()
+			app.EnableAskUser(nil)
+			const conv = "cli:direct"
+			if message != "" {
+				return oneShot(ctx, app, conv, message, cmd)
+			}
+			disp, err := app.NewDispatcher()
+			if err != nil {
+				return err
+			}
+			repl, err := chat.New(chat.Options{
+				Conversation: conv,
+				Dispatch: func(ctx context.Context, req spine.TurnRequest) (*spine.Ticket, error) {
+					_, tk, err := disp.Dispatch(ctx, req)
+					return tk, err
+				},
+				Cancel:      app.Scheduler.Cancel,
+				HistoryFile: p.ChatHistory(),
+				Stdin:       os.Stdin, Stdout: cmd.OutOrStdout(), Stderr: cmd.ErrOrStderr(),
+			})
+			if err != nil {
+				return err
+			}
+			app.Hub.Register("cli", channels.NewCLI(repl.Stdout()))
+			if app.Provider == nil {
+				fmt.Fprintln(repl.Stdout(), "No model configured: replies will explain how to set one (raven config set model ...).")
+			} else {
+				fmt.Fprintf(repl.Stdout(), "Raven on %s. Ctrl-C cancels a running turn, Ctrl-D exits.\n", app.Provider.Name())
+			}
+			return repl.Run(ctx)
+		},
+	}
+	cmd.Flags().StringVarP(&message, "message", "m", "", "send one message, print the reply, exit")
+	return cmd
+}
+
+// oneShot runs one user turn and prints its reply.
+func oneShot(ctx context.Context, app *gateway.App, conv, message string, cmd *cobra.Command) error {
+	if strings.TrimSpace(message) == "" {
+		return usageErr(errors.New("chat -m: empty message"))
+	}
+	ch, id, _ := spine.SplitConversationKey(conv)
+	tk, err := app.Scheduler.Submit(spine.TurnRequest{Origin: spine.OriginUser, Channel: ch, ChatID: id, Content: message})
+	if err != nil {
+		return err
+	}
+	res, err := tk.Wait(ctx)
+	if err != nil {
+		return err
+	}
+	if res.Err != nil {
+		return res.Err
+	}
+	fmt.Fprintln(cmd.OutOrStdout(), res.Reply)
+	return nil
+}

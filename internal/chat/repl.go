@@ -1,0 +1,120 @@
+// Package chat is Raven's interactive terminal: a readline REPL whose prompt
+// stays live while turns run, so the owner can add to a running turn, answer
+// a question, or press Ctrl-C to cancel it.
+package chat
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/chzyer/readline"
+
+	"github.com/raven-agent/raven/internal/spine"
+)
+
+// Dispatch hands one owner message to the runtime (answering a pending
+// question, injecting into a running turn, or starting a turn). It returns
+// the ticket of the turn it started, or nil.
+type Dispatch func(ctx context.Context, req spine.TurnRequest) (*spine.Ticket, error)
+
+// Options configure a REPL.
+type Options struct {
+	Conversation string // "cli:direct"
+	Dispatch     Dispatch
+	// Cancel stops the conversation's running turn (Ctrl-C).
+	Cancel      func(conversation string) bool
+	Running     func(conversation string) bool
+	HistoryFile string
+	Prompt      string
+	Stdin       io.ReadCloser
+	Stdout      io.Writer
+	Stderr      io.Writer
+}
+
+// REPL is an interactive session.
+type REPL struct {
+	o  Options
+	rl *readline.Instance
+}
+
+// New opens the terminal. Output written through Stdout() keeps the prompt intact.
+func New(o Options) (*REPL, error) {
+	if o.Prompt == "" {
+		o.Prompt = "you › "
+	}
+	rl, err := readline.NewEx(&readline.Config{
+		Prompt:          o.Prompt,
+		HistoryFile:     o.HistoryFile,
+		HistoryLimit:    1000,
+		InterruptPrompt: "^C",
+		EOFPrompt:       "",
+		Stdin:           o.Stdin,
+		Stdout:          o.Stdout,
+		Stderr:          o.Stderr,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("chat: terminal: %w", err)
+	}
+	return &REPL{o: o, rl: rl}, nil
+}
+
+// Stdout is where asynchronous output (replies, proactive messages) goes.
+func (r *REPL) Stdout() io.Writer { return r.rl.Stdout() }
+
+// Run reads lines until Ctrl-D or ctx ends. Ctrl-C cancels the running turn
+// when there is one, and otherwise clears the line.
+func (r *REPL) Run(ctx context.Context) error {
+	defer r.rl.Close()
+	channel, chatID, _ := spine.SplitConversationKey(r.o.Conversation)
+	go func() {
+		<-ctx.Done()
+		r.rl.Close()
+	}()
+	for {
+		line, err := r.rl.Readline()
+		switch {
+		case errors.Is(err, readline.ErrInterrupt):
+			if r.o.Cancel != nil && r.o.Cancel(r.o.Conversation) {
+				fmt.Fprintln(r.rl.Stdout(), "(cancelled)")
+			}
+			continue
+		case errors.Is(err, io.EOF):
+			return nil
+		case err != nil:
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("chat: read: %w", err)
+		}
+		line = strings.TrimSpace(line)
+		if line == "" {
+			continue
+		}
+		if line == "/quit" || line == "/exit" {
+			return nil
+		}
+		tk, err := r.o.Dispatch(ctx, spine.TurnRequest{Origin: spine.OriginUser, Channel: channel, ChatID: chatID, Content: line})
+		if err != nil {
+			fmt.Fprintln(r.rl.Stdout(), "error:", err)
+			continue
+		}
+		if tk != nil {
+			go r.report(ctx, tk)
+		}
+	}
+}
+
+// report prints a failed turn's error; successful replies arrive through the outlet.
+func (r *REPL) report(ctx context.Context, tk *spine.Ticket) {
+	res, err := tk.Wait(ctx)
+	if err != nil || res.Err == nil {
+		return
+	}
+	if errors.Is(res.Err, spine.ErrCancelled) {
+		return
+	}
+	fmt.Fprintln(r.rl.Stdout(), "error:", res.Err)
+}

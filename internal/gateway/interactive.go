@@ -1,0 +1,46 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+
+	"github.com/raven-agent/raven/internal/channels"
+	"github.com/raven-agent/raven/internal/questions"
+	"github.com/raven-agent/raven/internal/spine"
+)
+
+// EnableAskUser creates the ask_user broker and registers the tool. notify
+// emits clarify.request to attached TUI clients (nil without a control API).
+func (a *App) EnableAskUser(notify func(conv string, req questions.ClarifyRequest)) *questions.Broker {
+	b := questions.NewBroker(questions.BrokerOptions{
+		Clock: a.Clock, Logger: a.Log.With("component", "ask_user"), Notify: notify,
+		Post: func(ctx context.Context, channel, chatID, text string) error {
+			return a.Hub.Post(ctx, spine.Message{Channel: channel, ChatID: chatID, Content: text, Origin: spine.OriginUser})
+		},
+	})
+	a.Tools.Register(questions.NewAskUserTool(b, a.Config.Tools.AskUser.Timeout.D()))
+	a.Broker = b
+	return b
+}
+
+// NewDispatcher builds the inbound dispatch every channel uses: a pending
+// ask_user question gets the message first, then the user-inbound hooks,
+// then INJECT into a running turn or APPEND.
+func (a *App) NewDispatcher(hooks ...channels.Hook) (*channels.Dispatcher, error) {
+	d := channels.DispatcherDeps{
+		HasInflight: a.Scheduler.HasInflight, Submit: a.Scheduler.Submit, Post: a.Hub.Post,
+		Hooks: hooks, Log: a.Log.With("component", "inbound"),
+	}
+	if b := a.Broker; b != nil {
+		d.PendingQuestion = b.PendingFor
+		d.AnswerQuestion = func(conv, text string) bool {
+			err := b.ReplyText(conv, text)
+			if errors.Is(err, questions.ErrExpired) {
+				ch, id, _ := spine.SplitConversationKey(conv)
+				a.Hub.Post(a.ctx, spine.Message{Channel: ch, ChatID: id, Content: "That question has expired; treating your message as a new one."})
+			}
+			return err == nil
+		}
+	}
+	return channels.NewDispatcher(d)
+}
