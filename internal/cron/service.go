@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -89,6 +90,9 @@ type Service struct {
 
 	poke    chan struct{}
 	results chan result
+
+	// afterFinish, set by tests, runs after each recorded batch.
+	afterFinish func([]Run)
 
 	mu       sync.Mutex
 	inflight map[string]bool
@@ -205,6 +209,9 @@ func (s *Service) Run(ctx context.Context) error {
 		return err
 	}
 	if s.opt.ServiceLock != "" {
+		if err := os.MkdirAll(filepath.Dir(s.opt.ServiceLock), 0o700); err != nil {
+			return fmt.Errorf("cron: service lock dir: %w", err)
+		}
 		fl := flock.New(s.opt.ServiceLock)
 		if _, err := fl.TryRLock(); err != nil {
 			return fmt.Errorf("cron: service lock: %w", err)
@@ -250,13 +257,15 @@ func (s *Service) Run(ctx context.Context) error {
 		}
 		d := s.opt.MaxSleep
 		if !wake.IsZero() {
-			if w := wake.Sub(now); w < d {
+			// Measure from after the tick's I/O, or every wake would be late
+			// by the time the claim took.
+			if w := wake.Sub(s.clock.Now()); w < d {
 				d = w
 			}
 		}
-		if d <= 0 && len(batch) == 0 {
-			// Due work we could not claim (all slots busy, or a claim lost
-			// to a peer): wait for a finish or the cap instead of spinning.
+		if err != nil || (d <= 0 && len(batch) == 0 && s.full()) {
+			// A failed tick, or due work waiting for a free slot: wait for
+			// a finish (which pokes) or the cap instead of spinning.
 			d = s.opt.MaxSleep
 		}
 		timer.Reset(max(d, 0))
@@ -267,6 +276,12 @@ func (s *Service) Run(ctx context.Context) error {
 		case <-s.poke:
 		}
 	}
+}
+
+func (s *Service) full() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.inflight) >= s.opt.MaxConcurrent
 }
 
 // eligible reports whether this service may fire j at all.
@@ -354,11 +369,9 @@ func (s *Service) tick(ctx context.Context, now time.Time, only func(*Job) bool)
 		s.inflight[c.job.ID] = true
 	}
 	s.mu.Unlock()
-	if len(batch) > 0 {
-		// Re-read for the next wake after our own write.
-		if snap, err := s.opt.Store.Snapshot(ctx); err == nil {
-			wake, _ = s.NextWake(snap, now)
-		}
+	// Re-read for the next wake: our write, or a peer's claims, moved it.
+	if snap, err := s.opt.Store.Snapshot(ctx); err == nil {
+		wake, _ = s.NextWake(snap, now)
 	}
 	return batch, wake, nil
 }
@@ -544,6 +557,12 @@ func (s *Service) finish(batch []result) {
 		delete(s.inflight, r.job.ID)
 	}
 	s.mu.Unlock()
+	runs := make([]Run, 0, len(batch))
+	defer func() {
+		if s.afterFinish != nil {
+			s.afterFinish(runs)
+		}
+	}()
 	for _, r := range batch {
 		run := Run{
 			JobID: r.job.ID, Name: r.job.Name, ScheduledAt: r.scheduledAt, FiredAt: r.firedAt,
@@ -556,6 +575,7 @@ func (s *Service) finish(batch []result) {
 		if err := s.opt.Runs.Append(run); err != nil {
 			s.log.Error("cron: append run", "job", r.job.ID, "err", err)
 		}
+		runs = append(runs, run)
 	}
 	for _, j := range notices {
 		text := fmt.Sprintf("I paused the scheduled job %q (%s): it fired %d times in a row with no reply from you. "+

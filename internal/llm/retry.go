@@ -3,6 +3,7 @@ package llm
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
@@ -81,7 +82,13 @@ func (r *retrying) Chat(ctx context.Context, req Request) (*Response, error) {
 			return resp, nil
 		}
 		var apiErr *APIError
-		if !errors.As(err, &apiErr) || !apiErr.Retryable() || attempt >= r.cfg.MaxAttempts || ctx.Err() != nil {
+		if !errors.As(err, &apiErr) || !apiErr.Retryable() || ctx.Err() != nil {
+			return nil, err
+		}
+		if attempt >= r.cfg.MaxAttempts {
+			if attempt > 1 {
+				return nil, fmt.Errorf("%w (gave up after %d attempts)", err, attempt)
+			}
 			return nil, err
 		}
 		wait := r.delay(attempt, apiErr)
@@ -91,7 +98,7 @@ func (r *retrying) Chat(ctx context.Context, req Request) (*Response, error) {
 		if sleepErr := clock.Sleep(ctx, r.cfg.Clock, wait); sleepErr != nil {
 			// Report the failure that led here too: "canceled" alone would
 			// hide that the endpoint was misbehaving.
-			return nil, errors.Join(sleepErr, err)
+			return nil, fmt.Errorf("%w while waiting to retry after: %w", sleepErr, err)
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -103,6 +104,9 @@ func TestWithRetryWaits(t *testing.T) {
 			var ae *llm.APIError
 			if !errors.As(r.err, &ae) || ae.StatusCode != tt.wantErr {
 				t.Fatalf("err = %v, want APIError %d", r.err, tt.wantErr)
+			}
+			if gaveUp := strings.Contains(r.err.Error(), "gave up after 4 attempts"); gaveUp != (tt.wantCalls == 4) {
+				t.Errorf("err = %q: attempts reported wrongly", r.err)
 			}
 		})
 	}

@@ -316,3 +316,57 @@ func TestNewValidates(t *testing.T) {
 		}
 	}
 }
+
+func TestChatAttemptTimeoutIsRetryable(t *testing.T) {
+	srv := llmtest.NewReplay(t, llmtest.Step{Block: true})
+	hc := &http.Client{Transport: &http.Transport{}}
+	t.Cleanup(hc.CloseIdleConnections)
+	p, err := openai.New(openai.Config{Label: "ollama", Model: "qwen2.5:7b", BaseURL: srv.URL + "/v1", HTTPClient: hc, Timeout: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = p.Chat(context.Background(), llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}}})
+	var ae *llm.APIError
+	if !errors.As(err, &ae) || ae.StatusCode != 0 || !ae.Retryable() || errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v, want a retryable APIError", err)
+	}
+	if !strings.Contains(err.Error(), "ollama: cannot reach "+srv.URL+"/v1/chat/completions: no response before the request timeout") {
+		t.Errorf("message %q", err)
+	}
+}
+
+func TestChatUsesMaxCompletionTokensOnOpenAI(t *testing.T) {
+	// Only OpenAI's own host gets max_completion_tokens; route it to the replay server.
+	srv := llmtest.NewReplay(t, llmtest.Step{File: "testdata/chat_text.json"})
+	tr := &http.Transport{}
+	t.Cleanup(tr.CloseIdleConnections)
+	hc := &http.Client{Transport: redirect{to: srv.URL, tr: tr}}
+	p, err := openai.New(openai.Config{Model: "o4-mini", APIKey: "sk-test", HTTPClient: hc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Chat(context.Background(), llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}}, MaxTokens: 64}); err != nil {
+		t.Fatal(err)
+	}
+	b := body(t, srv.Requests()[0])
+	jsonEq(t, "max_completion_tokens", b["max_completion_tokens"], `64`)
+	if _, ok := b["max_tokens"]; ok {
+		t.Error("max_tokens sent to OpenAI")
+	}
+}
+
+type redirect struct {
+	to string
+	tr *http.Transport
+}
+
+func (r redirect) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.URL.Host != "api.openai.com" {
+		return nil, errors.New("unexpected host " + req.URL.Host)
+	}
+	u := *req.URL
+	u.Scheme, u.Host = "http", strings.TrimPrefix(r.to, "http://")
+	out := req.Clone(req.Context())
+	out.URL, out.Host = &u, ""
+	return r.tr.RoundTrip(out)
+}

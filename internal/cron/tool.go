@@ -1,0 +1,156 @@
+package cron
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/raven-agent/raven/internal/clock"
+	"github.com/raven-agent/raven/internal/spine"
+	"github.com/raven-agent/raven/internal/tools"
+)
+
+// ErrInCronTurn refuses scheduling from inside a cron turn, so a job cannot
+// breed jobs.
+var ErrInCronTurn = errors.New("cron: the cron tool is not available inside a scheduled job's turn")
+
+// Tool is the agent's cron tool (add, list, remove), validated exactly like
+// "raven cron add".
+type Tool struct {
+	store *Store
+	clock clock.Clock
+	// poke, when set, wakes the in-process service after a change.
+	poke func()
+}
+
+var _ tools.Tool = (*Tool)(nil)
+
+// NewTool returns the cron tool over store. poke may be nil.
+func NewTool(store *Store, c clock.Clock, poke func()) *Tool {
+	return &Tool{store: store, clock: c, poke: poke}
+}
+
+func (*Tool) Name() string { return "cron" }
+
+func (*Tool) Description() string {
+	return "Schedule, list or remove the owner's reminders and recurring jobs. " +
+		"action=add needs name, message and exactly one of every (Go duration, >= 1s), " +
+		"cron (5-field expression, with tz as an IANA zone) or at (RFC 3339). " +
+		"Set deliver=true to send the result to the owner (defaults to this conversation's channel)."
+}
+
+func (*Tool) Parameters() map[string]any {
+	str := func(d string) map[string]any { return map[string]any{"type": "string", "description": d} }
+	boolean := func(d string) map[string]any { return map[string]any{"type": "boolean", "description": d} }
+	return map[string]any{
+		"type": "object",
+		"properties": map[string]any{
+			"action":    map[string]any{"type": "string", "enum": []string{"add", "list", "remove"}},
+			"id":        str("job id (remove)"),
+			"name":      str("short name; also the topic shared with proactive nudges"),
+			"message":   str("what to do or say when the job fires"),
+			"every":     str("interval such as 30m or 2h"),
+			"cron":      str("5-field cron expression, e.g. 0 9 * * 1-5"),
+			"tz":        str("IANA timezone for cron, e.g. Europe/Berlin (default UTC)"),
+			"at":        str("one-shot time, RFC 3339 with offset"),
+			"deliver":   boolean("send the result to the owner"),
+			"channel":   str("cli, tui, webhook or telegram"),
+			"to":        str("chat id on channel"),
+			"broadcast": boolean("send to every owner channel"),
+			"silent":    boolean("run without messaging the owner"),
+		},
+		"required":             []string{"action"},
+		"additionalProperties": false,
+	}
+}
+
+type toolArgs struct {
+	Action    string `json:"action"`
+	ID        string `json:"id"`
+	Name      string `json:"name"`
+	Message   string `json:"message"`
+	Every     string `json:"every"`
+	Cron      string `json:"cron"`
+	TZ        string `json:"tz"`
+	At        string `json:"at"`
+	Deliver   bool   `json:"deliver"`
+	Channel   string `json:"channel"`
+	To        string `json:"to"`
+	Broadcast bool   `json:"broadcast"`
+	Silent    bool   `json:"silent"`
+}
+
+// Run executes one call.
+func (t *Tool) Run(ctx context.Context, raw json.RawMessage) (string, error) {
+	turn, hasTurn := tools.TurnFrom(ctx)
+	if hasTurn && turn.Origin == spine.OriginCron {
+		return "", ErrInCronTurn
+	}
+	var a toolArgs
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&a); err != nil {
+		return "", fmt.Errorf("cron: bad arguments: %w", err)
+	}
+	if dec.More() {
+		return "", errors.New("cron: bad arguments: trailing data")
+	}
+	switch a.Action {
+	case "add":
+		spec := Spec{Name: a.Name, Message: a.Message, Every: a.Every, Cron: a.Cron, TZ: a.TZ, At: a.At,
+			Deliver: a.Deliver, Channel: a.Channel, To: a.To, Broadcast: a.Broadcast, Silent: a.Silent}
+		// Deliver back where the owner asked, unless told otherwise.
+		if hasTurn && spec.Deliver && !spec.Broadcast && spec.Channel == "" && KnownChannel(turn.Channel) {
+			spec.Channel, spec.To = turn.Channel, turn.ChatID
+		}
+		j, err := NewJob(spec, t.clock.Now())
+		if err != nil {
+			return "", err
+		}
+		j, err = t.store.Add(ctx, j)
+		if err != nil {
+			return "", err
+		}
+		if t.poke != nil {
+			t.poke()
+		}
+		return fmt.Sprintf("added job %s (%s), next run %s", j.ID, j.Schedule, j.NextRunAt.Format(time.RFC3339)), nil
+	case "list":
+		if a.ID != "" || a.Name != "" || a.Message != "" {
+			return "", errors.New("cron: list takes no other arguments")
+		}
+		jobs, err := t.store.Jobs(ctx)
+		if err != nil {
+			return "", err
+		}
+		if len(jobs) == 0 {
+			return "no scheduled jobs", nil
+		}
+		var b strings.Builder
+		for _, j := range jobs {
+			state := "enabled"
+			if !j.Enabled {
+				state = "disabled"
+			}
+			next := "-"
+			if !j.NextRunAt.IsZero() {
+				next = j.NextRunAt.Format(time.RFC3339)
+			}
+			fmt.Fprintf(&b, "%s  %s  %s  next %s  %s\n", j.ID, j.Name, j.Schedule, next, state)
+		}
+		return b.String(), nil
+	case "remove":
+		if a.ID == "" {
+			return "", errors.New("cron: remove needs id")
+		}
+		if err := t.store.Remove(ctx, a.ID); err != nil {
+			return "", err
+		}
+		return "removed job " + a.ID, nil
+	}
+	return "", fmt.Errorf("cron: unknown action %q (want add, list or remove)", a.Action)
+}
