@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"time"
 
@@ -13,10 +12,8 @@ import (
 
 	"github.com/raven-agent/raven/internal/agent"
 	"github.com/raven-agent/raven/internal/clock"
-	"github.com/raven-agent/raven/internal/config"
+	"github.com/raven-agent/raven/internal/gateway"
 	"github.com/raven-agent/raven/internal/heartbeat"
-	"github.com/raven-agent/raven/internal/llm"
-	"github.com/raven-agent/raven/internal/llm/openai"
 	"github.com/raven-agent/raven/internal/spine"
 	"github.com/raven-agent/raven/internal/wake"
 )
@@ -166,9 +163,9 @@ func newHeartbeatRunCmd(g *globals) *cobra.Command {
 				return errors.New("heartbeat run: no model configured; set \"model\" in config.json, RAVEN_MODEL or --model (e.g. ollama/qwen2.5:7b)")
 			}
 			log := newLogger(cmd.ErrOrStderr(), cfg)
-			prov, err := heartbeatProvider(cfg)
+			prov, err := gateway.NewProvider(cfg, clock.Real(), log)
 			if err != nil {
-				return err
+				return usageErr(err)
 			}
 			out := cmd.OutOrStdout()
 			hub := spine.NewHub(log)
@@ -225,34 +222,4 @@ func modelName(spec string) string {
 		return m
 	}
 	return spec
-}
-
-// heartbeatProvider builds the configured model. TODO(lead): replace with the
-// shared provider factory once one lands in internal/llm.
-func heartbeatProvider(cfg config.Config) (llm.Provider, error) {
-	if path, ok := strings.CutPrefix(cfg.Model, "scripted:"); ok {
-		return llm.LoadScripted(path)
-	}
-	prov, model, _ := strings.Cut(cfg.Model, "/")
-	var oc openai.Config
-	switch prov {
-	case "openai":
-		oc = openai.Config{Label: "openai", BaseURL: cfg.Providers.OpenAI.BaseURL, APIKey: cfg.Providers.OpenAI.APIKey}
-		if k := os.Getenv("OPENAI_API_KEY"); k != "" {
-			oc.APIKey = k
-		}
-	case "ollama":
-		oc = openai.Config{Label: "ollama", BaseURL: cfg.Providers.Ollama.BaseURL}
-		if oc.BaseURL == "" {
-			oc.BaseURL = "http://localhost:11434/v1"
-		}
-	default:
-		return nil, fmt.Errorf("heartbeat run: provider %q is not available in this command yet", prov)
-	}
-	oc.Model, oc.Timeout = model, cfg.Providers.Timeout.D()
-	p, err := openai.New(oc)
-	if err != nil {
-		return nil, err
-	}
-	return llm.WithRetry(p, llm.RetryConfig{MaxAttempts: cfg.Providers.MaxAttempts}), nil
 }

@@ -1,15 +1,15 @@
 package main
 
 import (
-	"bytes"
-	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/spf13/cobra"
 
-	"github.com/raven-agent/raven/internal/sentinel"
-	"github.com/raven-agent/raven/internal/sentinel/policy"
+	"github.com/raven-agent/raven/internal/clock"
+	"github.com/raven-agent/raven/internal/sentinel/feedback"
 )
 
 func newNudgesCmd(g *globals) *cobra.Command {
@@ -17,109 +17,98 @@ func newNudgesCmd(g *globals) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "nudges",
-		Short: "List recent proactive nudges and their feedback (sentinel/feedback.jsonl)",
+		Short: "List recent proactive nudges and the owner's verdict on each (sentinel/feedback.jsonl)",
 		Args:  exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if last < 1 {
+				return usageErr(fmt.Errorf("--last must be at least 1"))
+			}
 			p, err := g.paths()
 			if err != nil {
 				return err
 			}
-			recs, err := readFeedback(p.Feedback(), last)
+			tr := feedback.NewTracker(p.Feedback(), feedback.Options{Clock: clock.Real()})
+			ns, err := tr.Nudges(last)
 			if err != nil {
 				return err
 			}
 			out := cmd.OutOrStdout()
-			if asJSON {
-				return printJSON(out, recs)
+			if asJSON || g.json {
+				return printJSON(out, ns)
 			}
-			if len(recs) == 0 {
+			if len(ns) == 0 {
 				fmt.Fprintf(out, "no nudges recorded yet (%s)\n", p.Feedback())
 				return nil
 			}
-			for _, r := range recs {
-				fmt.Fprintf(out, "%-25s %-20s %-10s %s\n", str(r, "time", "at", "ts"), str(r, "nudge_id", "id"), str(r, "event", "kind", "verdict", "status"), oneLineCLI(str(r, "content", "message", "reason"), 80))
-			}
+			printNudges(out, ns)
 			return nil
 		},
 	}
-	cmd.Flags().IntVar(&last, "last", 20, "how many recent records")
+	cmd.Flags().IntVar(&last, "last", 20, "how many recent nudges")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print as JSON")
 	cmd.AddCommand(newNudgesFeedbackCmd(g))
 	return cmd
 }
 
+func printNudges(w io.Writer, ns []feedback.NudgeSummary) {
+	for _, n := range ns {
+		verdict := n.Verdict
+		if verdict == "" {
+			verdict = "-"
+		}
+		fmt.Fprintf(w, "%s  %-20s %-12s %-10s %s\n", n.Time.Local().Format("2006-01-02 15:04"), n.NudgeID, n.Action, verdict, n.Session)
+		if text := firstNonEmptyCLI(n.Content, n.Topic); text != "" {
+			fmt.Fprintf(w, "    %s\n", oneLineCLI(text, 100))
+		}
+	}
+}
+
 func newNudgesFeedbackCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
+	var reason string
+	cmd := &cobra.Command{
 		Use:   "feedback NUDGE_ID accepted|dismissed|neutral",
 		Short: "Record the owner's verdict on a nudge (feeds the adaptive policy)",
-		Args:  exactArgs(2),
+		Long: "Appends the verdict to sentinel/feedback.jsonl and updates the shared policy state,\n" +
+			"exactly as the nudge_feedback tool does. An unknown NUDGE_ID is an error (exit 2).",
+		Args: exactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			id, verdict := args[0], args[1]
-			switch verdict {
-			case policy.VerdictAccepted, policy.VerdictDismissed, policy.VerdictNeutral:
-			default:
+			id, verdict := strings.TrimSpace(args[0]), args[1]
+			if !feedback.IsVerdict(verdict) {
 				return usageErr(fmt.Errorf("verdict %q: want accepted, dismissed or neutral", verdict))
 			}
-			sys, p, err := sentinelEnv(g, cmd.OutOrStdout(), false)
+			sys, _, done, err := sentinelEnv(g, io.Discard, false)
 			if err != nil {
 				return err
 			}
-			recs, err := readFeedback(p.Feedback(), 1<<20)
-			if err != nil {
-				return err
-			}
-			known := false
-			for _, r := range recs {
-				if str(r, "nudge_id", "id") == id {
-					known = true
-				}
-			}
-			if !known {
+			defer done()
+			rec, err := sys.RecordVerdict(cmd.Context(), id, verdict, "", reason)
+			if errors.Is(err, feedback.ErrUnknownNudge) {
 				return usageErr(fmt.Errorf("unknown nudge ID %q (see `raven nudges`)", id))
 			}
-			// TODO(feedback): also append the verdict through feedback.Tracker once it lands.
-			if err := sys.Policy.RecordOutcome(cmd.Context(), id, verdict); err != nil {
+			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "recorded %s for %s\n", verdict, id)
+			fmt.Fprintf(cmd.OutOrStdout(), "recorded %s for %s (topic %s)\n", rec.Event, rec.NudgeID, rec.Topic)
 			return nil
 		},
 	}
+	cmd.Flags().StringVar(&reason, "reason", "", "why (kept with the verdict)")
+	return cmd
 }
 
-// readFeedback returns the last n records of feedback.jsonl as generic
-// objects, reading only the file's tail.
-func readFeedback(path string, n int) ([]map[string]any, error) {
-	tail, err := sentinel.ReadTail(path, min(n*2048, 64<<20))
-	if err != nil {
-		return nil, err
-	}
-	var out []map[string]any
-	for _, line := range bytes.Split(bytes.TrimSpace(tail), []byte{'\n'}) {
-		var m map[string]any
-		if json.Unmarshal(line, &m) == nil && m != nil {
-			out = append(out, m)
-		}
-	}
-	if len(out) > n {
-		out = out[len(out)-n:]
-	}
-	return out, nil
-}
-
-func str(m map[string]any, keys ...string) string {
-	for _, k := range keys {
-		if v, ok := m[k]; ok && v != nil {
-			return fmt.Sprint(v)
+func firstNonEmptyCLI(s ...string) string {
+	for _, x := range s {
+		if x != "" {
+			return x
 		}
 	}
 	return ""
 }
 
 func oneLineCLI(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if len(s) > n {
-		return s[:n] + "…"
+	r := []rune(strings.Join(strings.Fields(s), " "))
+	if len(r) > n {
+		return string(r[:n]) + "…"
 	}
-	return s
+	return string(r)
 }

@@ -33,7 +33,7 @@ func newRootCmd() *cobra.Command {
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageErr(err) })
 	// Each command group lives in its own file; add yours here.
 	root.AddCommand(
-		newVersionCmd(), newOnboardCmd(g), newConfigCmd(g), newChatCmd(g), newDoctorCmd(g), newTUICmd(g),
+		newVersionCmd(), newOnboardCmd(g), newConfigCmd(g), newChatCmd(g), newDoctorCmd(g), newGatewayCmd(g), newTUICmd(g),
 		newConversationsCmd(g), newCronCmd(g), newHeartbeatCmd(g), newSentinelCmd(g), newNudgesCmd(g), newAuthCmd(g), newDemoCmd(g),
 	)
 	return root

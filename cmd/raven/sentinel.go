@@ -2,19 +2,23 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
-	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/raven-agent/raven/internal/clock"
 	"github.com/raven-agent/raven/internal/config"
+	"github.com/raven-agent/raven/internal/gateway"
 	"github.com/raven-agent/raven/internal/llm"
 	"github.com/raven-agent/raven/internal/sentinel"
 	"github.com/raven-agent/raven/internal/sentinel/executor"
+	"github.com/raven-agent/raven/internal/session"
 	"github.com/raven-agent/raven/internal/spine"
+	"github.com/raven-agent/raven/internal/sqlitedb"
 )
 
 func newSentinelCmd(g *globals) *cobra.Command {
@@ -28,31 +32,48 @@ func newSentinelCmd(g *globals) *cobra.Command {
 
 // sentinelEnv builds a Sentinel over the data dir's shared files. Proactive
 // messages go to out: with no gateway attached, the terminal is the outlet.
-func sentinelEnv(g *globals, out io.Writer, withModel bool) (*sentinel.System, config.Paths, error) {
+// withModel builds the planner's model (sentinel.planner_model or the global
+// one) and reads the session store; close releases what was opened.
+func sentinelEnv(g *globals, out io.Writer, withModel bool) (sys *sentinel.System, p config.Paths, close func(), err error) {
+	close = func() {}
 	p, cfg, err := g.loadConfig()
 	if err != nil {
-		return nil, p, err
+		return nil, p, close, err
 	}
 	log := newLogger(os.Stderr, cfg)
 	var provider llm.Provider
-	model := cfg.Model
-	if cfg.Sentinel.PlannerModel != "" {
-		model = cfg.Sentinel.PlannerModel
-	}
+	var sessions sentinel.SessionLister
+	var lastActivity func(context.Context, string) (time.Time, bool)
 	if withModel {
-		if provider, err = plannerProvider(model); err != nil {
-			return nil, p, usageErr(err)
+		mc := cfg
+		if cfg.Sentinel.PlannerModel != "" {
+			mc.Model = cfg.Sentinel.PlannerModel
 		}
-		if provider == nil {
-			log.Warn("sentinel: no model configured; the planner will skip", "hint", llm.ErrNoModel.Error())
+		provider, err = gateway.NewProvider(mc, clock.Real(), log)
+		if errors.Is(err, llm.ErrNoModel) {
+			provider, err = nil, nil // the planner skips; NewSystem logs it once
+		}
+		if err != nil {
+			return nil, p, close, usageErr(err)
+		}
+		// The session store gives the planner the owner's active sessions;
+		// without it the tick still runs on the files alone.
+		if db, derr := sqlitedb.Open(p.DB()); derr != nil {
+			log.Warn("sentinel: session store unavailable; ticking without sessions", "err", derr)
+		} else if st, serr := session.Open(context.Background(), db); serr != nil {
+			db.Close()
+			log.Warn("sentinel: session store unavailable; ticking without sessions", "err", serr)
+		} else {
+			sessions, lastActivity, close = st.Active, st.LastActivity, func() { db.Close() }
 		}
 	}
 	post := func(_ context.Context, m spine.Message) error {
 		_, err := fmt.Fprintf(out, "→ [%s:%s] %s\n", m.Channel, m.ChatID, m.Content)
 		return err
 	}
-	sys, err := sentinel.NewSystem(sentinel.SystemOptions{
-		Paths: p, Config: cfg.Sentinel, Provider: provider, Model: model, Post: post,
+	sys, err = sentinel.NewSystem(sentinel.SystemOptions{
+		Paths: p, Config: cfg.Sentinel, Provider: provider, Post: post,
+		Sessions: sessions, LastActivity: lastActivity,
 		Targets: func(session string) []executor.Target {
 			if ch, id, ok := spine.SplitConversationKey(session); ok {
 				return []executor.Target{{Channel: ch, ChatID: id}}
@@ -61,21 +82,11 @@ func sentinelEnv(g *globals, out io.Writer, withModel bool) (*sentinel.System, c
 		},
 		Clock: clock.Real(), Logger: log,
 	})
-	return sys, p, err
-}
-
-// plannerProvider returns the planner's model. Only scripted:PATH is built
-// here; nil means "no model" and the planner degrades to skip.
-// TODO(lead): replace with the internal/llm provider factory once it lands
-// (openai/ollama/anthropic from config.Providers, wrapped in llm.WithRetry).
-func plannerProvider(model string) (llm.Provider, error) {
-	switch {
-	case model == "":
-		return nil, nil
-	case strings.HasPrefix(model, "scripted:"):
-		return llm.LoadScripted(strings.TrimPrefix(model, "scripted:"))
+	if err != nil {
+		close()
+		return nil, p, func() {}, err
 	}
-	return nil, fmt.Errorf("model %q: provider factory not wired into `raven sentinel` yet; use scripted:PATH", model)
+	return sys, p, close, nil
 }
 
 func newSentinelTickCmd(g *globals) *cobra.Command {
@@ -88,10 +99,11 @@ func newSentinelTickCmd(g *globals) *cobra.Command {
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			out := cmd.OutOrStdout()
-			sys, _, err := sentinelEnv(g, out, true)
+			sys, _, done, err := sentinelEnv(g, out, true)
 			if err != nil {
 				return err
 			}
+			defer done()
 			o := sys.Runner.TickOnce(cmd.Context())
 			if asJSON {
 				return printJSON(out, o.Record())
@@ -164,10 +176,11 @@ func newSentinelStatusCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			sys, p, err := sentinelEnv(g, io.Discard, false)
+			sys, p, done, err := sentinelEnv(g, io.Discard, false)
 			if err != nil {
 				return err
 			}
+			defer done()
 			ctx := cmd.Context()
 			snap := sys.Policy.SnapshotState()
 			st := sentinelStatus{Enabled: cfg.Sentinel.Enabled, Policy: snap}

@@ -3,6 +3,7 @@ package config
 import (
 	"time"
 
+	"github.com/raven-agent/raven/internal/sentinel/attention"
 	"github.com/raven-agent/raven/internal/sentinel/policy"
 )
 
@@ -28,8 +29,17 @@ type SentinelConfig struct {
 	HistoryTailBytes int `json:"history_tail_bytes"`
 	// ActiveWindow: sessions active within it are shown (default 2h).
 	ActiveWindow Duration `json:"active_window"`
-	// AttentionSections are the attention.md H2 sections the planner sees.
+	// AttentionSections are the attention.md H2 sections the planner sees
+	// (default: the built-in producers' sections, "Deadlines" and "Open
+	// loops"; add your own hand-written sections here).
 	AttentionSections []string `json:"attention_sections"`
+	// Attention refreshes the attention.md producers each tick (default
+	// true; pure algorithms, no model calls). DeadlineHorizon is how far
+	// ahead dated lines are listed (default 336h); OpenLoopWindow how long an
+	// unanswered question stays listed (default 72h).
+	Attention       bool     `json:"attention"`
+	DeadlineHorizon Duration `json:"deadline_horizon"`
+	OpenLoopWindow  Duration `json:"open_loop_window"`
 	// BehaviorsLines folded events from behaviors.md (default 20), read
 	// from at most BehaviorsTailBytes (default 16384).
 	BehaviorsLines     int `json:"behaviors_lines"`
@@ -77,7 +87,10 @@ func defaultSentinel() SentinelConfig {
 		MemoryMaxBytes:     32 << 10,
 		HistoryTailBytes:   16 << 10,
 		ActiveWindow:       Duration(2 * time.Hour),
-		AttentionSections:  []string{"Focus", "Open loops", "Deadlines", "Commitments", "Routines", "Mood"},
+		AttentionSections:  attention.DefaultSections(),
+		Attention:          true,
+		DeadlineHorizon:    Duration(14 * 24 * time.Hour),
+		OpenLoopWindow:     Duration(72 * time.Hour),
 		BehaviorsLines:     20,
 		BehaviorsTailBytes: 16 << 10,
 		InjectTTL:          Duration(6 * time.Hour),
@@ -106,6 +119,8 @@ func (s SentinelConfig) validate() error {
 		{"sentinel.memory_max_bytes", s.MemoryMaxBytes >= 0 && s.MemoryMaxBytes <= 1<<20, "must be 0..1048576"},
 		{"sentinel.history_tail_bytes", s.HistoryTailBytes >= 0 && s.HistoryTailBytes <= 1<<20, "must be 0..1048576"},
 		{"sentinel.active_window", s.ActiveWindow > 0, "must be positive"},
+		{"sentinel.deadline_horizon", s.DeadlineHorizon >= Duration(time.Hour), "must be at least 1h"},
+		{"sentinel.open_loop_window", s.OpenLoopWindow >= Duration(time.Hour), "must be at least 1h"},
 		{"sentinel.behaviors_lines", s.BehaviorsLines >= 0 && s.BehaviorsLines <= 500, "must be 0..500"},
 		{"sentinel.behaviors_tail_bytes", s.BehaviorsTailBytes >= 0 && s.BehaviorsTailBytes <= 1<<20, "must be 0..1048576"},
 		{"sentinel.inject_ttl", s.InjectTTL >= Duration(time.Minute), "must be at least 1m"},

@@ -9,16 +9,20 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 
 	"github.com/raven-agent/raven/internal/agent"
 	"github.com/raven-agent/raven/internal/clock"
 	"github.com/raven-agent/raven/internal/config"
+	"github.com/raven-agent/raven/internal/cron"
 	"github.com/raven-agent/raven/internal/llm"
 	"github.com/raven-agent/raven/internal/questions"
+	"github.com/raven-agent/raven/internal/sentinel"
 	"github.com/raven-agent/raven/internal/session"
 	"github.com/raven-agent/raven/internal/spine"
 	"github.com/raven-agent/raven/internal/sqlitedb"
 	"github.com/raven-agent/raven/internal/tools"
+	"github.com/raven-agent/raven/internal/wake"
 )
 
 // Options are an App's inputs.
@@ -52,9 +56,18 @@ type App struct {
 	Subagents *agent.SubagentManager
 	// Broker is the ask_user broker, once EnableAskUser ran.
 	Broker *questions.Broker
+	// Wake is the heartbeat's wake scheduler, once StartHeartbeat ran.
+	Wake *wake.Scheduler
+	// Cron is the cron service, once StartCron ran.
+	Cron *cron.Service
+	// Sentinel is the proactive subsystem, once StartSentinel ran (built
+	// even when disabled, so cron fires still reach the shared ledger).
+	Sentinel *sentinel.System
 
 	ctx     context.Context
 	cancel  context.CancelFunc
+	bg      sync.WaitGroup
+	onStart []func(spine.TurnRequest)
 	onDone  []func(spine.TurnRequest, spine.Result)
 	closers []func(context.Context) error
 }
@@ -116,6 +129,11 @@ func New(ctx context.Context, o Options) (*App, error) {
 	})
 	a.Scheduler = spine.NewScheduler(a.Agent.RunTurn, a.Hub, spine.Options{
 		Pools: pools, Logger: o.Logger.With("component", "spine"),
+		OnTurnStart: func(req spine.TurnRequest) {
+			for _, f := range a.onStart {
+				f(req)
+			}
+		},
 		OnTurnDone: func(req spine.TurnRequest, res spine.Result) {
 			for _, f := range a.onDone {
 				f(req, res)
@@ -148,6 +166,21 @@ func (a *App) registerBuiltinTools() error {
 	return nil
 }
 
+// OnTurnStart registers an observer of starting turns. Register before the
+// first Submit.
+func (a *App) OnTurnStart(f func(spine.TurnRequest)) { a.onStart = append(a.onStart, f) }
+
+// Go runs a background service until the App closes; Close waits for it.
+func (a *App) Go(name string, run func(ctx context.Context) error) {
+	a.bg.Add(1)
+	go func() {
+		defer a.bg.Done()
+		if err := run(a.ctx); err != nil && a.ctx.Err() == nil {
+			a.Log.Error("background service stopped", "service", name, "err", err)
+		}
+	}()
+}
+
 // OnTurnDone registers an observer of finished turns. Register before the
 // first Submit.
 func (a *App) OnTurnDone(f func(spine.TurnRequest, spine.Result)) { a.onDone = append(a.onDone, f) }
@@ -168,6 +201,7 @@ func (a *App) Close(ctx context.Context) error {
 		}
 	}
 	a.cancel()
+	a.bg.Wait()
 	if a.Subagents != nil {
 		a.Subagents.Wait()
 	}

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -12,48 +13,37 @@ import (
 	"github.com/raven-agent/raven/internal/llm"
 	"github.com/raven-agent/raven/internal/llm/anthropic"
 	"github.com/raven-agent/raven/internal/llm/openai"
+	"github.com/raven-agent/raven/internal/llm/providers"
 )
 
 // OllamaBaseURL is Ollama's OpenAI-compatible endpoint.
-const OllamaBaseURL = "http://localhost:11434/v1"
+const OllamaBaseURL = providers.OllamaBaseURL
 
 // NewProvider builds the configured model with retries. No model configured
-// yields llm.ErrNoModel. Environment secrets win over the file.
+// yields llm.ErrNoModel. Environment secrets and base URLs win over the file.
 func NewProvider(cfg config.Config, clk clock.Clock, log *slog.Logger) (llm.Provider, error) {
-	spec := cfg.Model
-	if spec == "" {
-		return nil, llm.ErrNoModel
+	name, _, _ := strings.Cut(cfg.Model, "/")
+	key, base := endpoint(cfg, name)
+	p, err := providers.New(cfg.Model, providers.Options{APIKey: key, BaseURL: base, Clock: clk, Logger: log,
+		MaxAttempts: cfg.Providers.MaxAttempts, Timeout: cfg.Providers.Timeout.D()})
+	if err != nil && !errors.Is(err, llm.ErrNoModel) {
+		return nil, fmt.Errorf("model %s: %w", cfg.Model, err)
 	}
-	if path, ok := strings.CutPrefix(spec, "scripted:"); ok {
-		return llm.LoadScripted(path)
-	}
-	name, model, _ := strings.Cut(spec, "/")
+	return p, err
+}
+
+// endpoint resolves a provider's key and base URL: environment first.
+func endpoint(cfg config.Config, provider string) (key, base string) {
 	pc := cfg.Providers
-	var p llm.Provider
-	var err error
-	switch name {
+	switch provider {
 	case "openai":
-		ep := pc.OpenAI
-		p, err = openai.New(openai.Config{Label: "openai", Model: model,
-			APIKey:  firstNonEmpty(os.Getenv("OPENAI_API_KEY"), ep.APIKey),
-			BaseURL: firstNonEmpty(os.Getenv("OPENAI_BASE_URL"), ep.BaseURL), Timeout: pc.Timeout.D()})
+		return firstNonEmpty(os.Getenv("OPENAI_API_KEY"), pc.OpenAI.APIKey), firstNonEmpty(os.Getenv("OPENAI_BASE_URL"), pc.OpenAI.BaseURL)
 	case "ollama":
-		ep := pc.Ollama
-		p, err = openai.New(openai.Config{Label: "ollama", Model: model,
-			APIKey:  firstNonEmpty(ep.APIKey, "ollama"),
-			BaseURL: firstNonEmpty(os.Getenv("OLLAMA_BASE_URL"), ep.BaseURL, OllamaBaseURL), Timeout: pc.Timeout.D()})
+		return firstNonEmpty(pc.Ollama.APIKey, "ollama"), firstNonEmpty(os.Getenv("OLLAMA_BASE_URL"), pc.Ollama.BaseURL, OllamaBaseURL)
 	case "anthropic":
-		ep := pc.Anthropic
-		p, err = anthropic.New(anthropic.Config{Model: model,
-			APIKey:  firstNonEmpty(os.Getenv("ANTHROPIC_API_KEY"), ep.APIKey),
-			BaseURL: firstNonEmpty(os.Getenv("ANTHROPIC_BASE_URL"), ep.BaseURL), Timeout: pc.Timeout.D()})
-	default:
-		return nil, fmt.Errorf("gateway: unknown model provider %q (want openai, ollama, anthropic or scripted:PATH)", name)
+		return firstNonEmpty(os.Getenv("ANTHROPIC_API_KEY"), pc.Anthropic.APIKey), firstNonEmpty(os.Getenv("ANTHROPIC_BASE_URL"), pc.Anthropic.BaseURL)
 	}
-	if err != nil {
-		return nil, fmt.Errorf("gateway: model %s: %w", spec, err)
-	}
-	return llm.WithRetry(p, llm.RetryConfig{MaxAttempts: pc.MaxAttempts, Clock: clk, Logger: log}), nil
+	return "", ""
 }
 
 func firstNonEmpty(vals ...string) string {
@@ -71,21 +61,17 @@ func firstNonEmpty(vals ...string) string {
 func ProbeEndpoint(cfg config.Config) (string, http.Header) {
 	name, _, _ := strings.Cut(cfg.Model, "/")
 	h := http.Header{}
+	key, base := endpoint(cfg, name)
 	switch name {
-	case "openai":
-		base := firstNonEmpty(os.Getenv("OPENAI_BASE_URL"), cfg.Providers.OpenAI.BaseURL, openai.DefaultBaseURL)
-		if key := firstNonEmpty(os.Getenv("OPENAI_API_KEY"), cfg.Providers.OpenAI.APIKey); key != "" {
+	case "openai", "ollama":
+		if key != "" {
 			h.Set("Authorization", "Bearer "+key)
 		}
-		return strings.TrimRight(base, "/") + "/models", h
-	case "ollama":
-		base := firstNonEmpty(os.Getenv("OLLAMA_BASE_URL"), cfg.Providers.Ollama.BaseURL, OllamaBaseURL)
-		return strings.TrimRight(base, "/") + "/models", h
+		return strings.TrimRight(firstNonEmpty(base, openai.DefaultBaseURL), "/") + "/models", h
 	case "anthropic":
-		base := firstNonEmpty(os.Getenv("ANTHROPIC_BASE_URL"), cfg.Providers.Anthropic.BaseURL, anthropic.DefaultBaseURL)
-		h.Set("x-api-key", firstNonEmpty(os.Getenv("ANTHROPIC_API_KEY"), cfg.Providers.Anthropic.APIKey))
+		h.Set("x-api-key", key)
 		h.Set("anthropic-version", "2023-06-01")
-		return strings.TrimRight(base, "/") + "/v1/models", h
+		return strings.TrimRight(firstNonEmpty(base, anthropic.DefaultBaseURL), "/") + "/v1/models", h
 	}
 	return "", nil
 }

@@ -35,8 +35,9 @@ type AssemblerOptions struct {
 	// ActiveWindow: sessions active within it are listed (default 2h).
 	ActiveWindow time.Duration
 
-	// Sessions lists sessions active since the given time, most recent first.
-	Sessions func(since time.Time) []ActiveSession
+	// Sessions lists sessions active since the given time, most recent
+	// first (SessionsFrom adapts the session store).
+	Sessions func(ctx context.Context, since time.Time) ([]ActiveSession, error)
 	// Routines learns candidate routines from the history tail.
 	Routines func(history string) []Routine
 	// Calendar lists upcoming calendar entries.
@@ -132,7 +133,12 @@ func (a *Assembler) Assemble(ctx context.Context) PlannerContext {
 	})
 	safe(a.log, "active_sessions", func() {
 		if a.o.Sessions != nil {
-			pc.ActiveSessions = a.o.Sessions(now.Add(-a.o.ActiveWindow))
+			ss, err := a.o.Sessions(ctx, now.Add(-a.o.ActiveWindow))
+			if err != nil {
+				degrade("active_sessions", err)
+				return
+			}
+			pc.ActiveSessions = ss
 			// The seam may ignore the bound; enforce it and the order here.
 			kept := pc.ActiveSessions[:0]
 			for _, s := range pc.ActiveSessions {

@@ -45,8 +45,8 @@ func TestAssemblerFields(t *testing.T) {
 		MemoryPath: filepath.Join(dir, "MEMORY.md"), HistoryPath: filepath.Join(dir, "HISTORY.md"),
 		AttentionPath: filepath.Join(dir, "attention.md"), BehaviorsPath: filepath.Join(dir, "behaviors.md"),
 		HistoryTailBytes: 25, AttentionSections: []string{"deadlines", "Focus", "Missing"}, BehaviorsLines: 2,
-		Sessions: func(since time.Time) []ActiveSession {
-			return []ActiveSession{{Key: "old:1", LastActive: since.Add(-time.Minute)}, {Key: "a:1", LastActive: now.Add(-time.Hour)}, {Key: "b:1", LastActive: now.Add(-time.Minute)}}
+		Sessions: func(_ context.Context, since time.Time) ([]ActiveSession, error) {
+			return []ActiveSession{{Key: "old:1", LastActive: since.Add(-time.Minute)}, {Key: "a:1", LastActive: now.Add(-time.Hour)}, {Key: "b:1", LastActive: now.Add(-time.Minute)}}, nil
 		},
 		Routines: func(h string) []Routine { return []Routine{{Description: "history " + h[:4]}} },
 		Calendar: func(time.Time) []CalendarEntry { panic("calendar broke") },

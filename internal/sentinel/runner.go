@@ -89,6 +89,10 @@ type RunnerOptions struct {
 	OnTrigger       func(ctx context.Context, name string)
 	TriggerInterval time.Duration
 
+	// Refresh updates the derived state files (attention.md) before the
+	// context is assembled, so the planner reads this tick's signals.
+	Refresh func(ctx context.Context)
+
 	// TickLogPath is sentinel/ticks.jsonl; empty disables the tick log.
 	TickLogPath string
 
@@ -154,6 +158,9 @@ func NewRunner(opts RunnerOptions) (*Runner, error) {
 // TickOnce assembles the context and runs one tick.
 func (r *Runner) TickOnce(ctx context.Context) (out TickOutcome) {
 	defer r.recoverTick(&out)
+	if r.o.Refresh != nil {
+		safe(r.log, "refresh", func() { r.o.Refresh(ctx) })
+	}
 	pc := r.o.Assembler.Assemble(ctx)
 	return r.TickWithContext(ctx, pc)
 }

@@ -9,14 +9,16 @@ import (
 	"github.com/raven-agent/raven/internal/clock"
 	"github.com/raven-agent/raven/internal/config"
 	"github.com/raven-agent/raven/internal/llm"
+	"github.com/raven-agent/raven/internal/sentinel/attention"
 	"github.com/raven-agent/raven/internal/sentinel/executor"
+	"github.com/raven-agent/raven/internal/sentinel/feedback"
 	"github.com/raven-agent/raven/internal/sentinel/policy"
 	"github.com/raven-agent/raven/internal/statefile"
 )
 
 // SystemOptions wire a whole Sentinel from config; every func is an
 // optional seam owned by another component (sessions, subagents, tools,
-// feedback tracker, daily plan).
+// daily plan).
 type SystemOptions struct {
 	Paths    config.Paths
 	Config   config.SentinelConfig
@@ -25,11 +27,15 @@ type SystemOptions struct {
 
 	// Post delivers proactive messages (hub.Post); may be bound later with
 	// System.Dispatcher.SetPost.
-	Post    executor.PostFunc
+	Post executor.PostFunc
+	// Targets resolves a session to outlets. Nil: a session goes to itself
+	// and "no session" goes to the most recently active one.
 	Targets executor.TargetsFunc
-	// Sessions lists active sessions; LastActivity feeds the defer manager.
-	Sessions     func(since time.Time) []ActiveSession
-	LastActivity func(session string) (time.Time, bool)
+	// Sessions lists owner sessions (session.Store.Active fits); it feeds
+	// the assembler, the open-loops producer and the default target.
+	Sessions SessionLister
+	// LastActivity feeds the defer manager (session.Store.LastActivity fits).
+	LastActivity func(ctx context.Context, session string) (time.Time, bool)
 	Spawn        executor.SpawnFunc
 	Tool         executor.ToolFunc
 	Routines     func(history string) []Routine
@@ -37,11 +43,11 @@ type SystemOptions struct {
 	PlanSlots    func(day time.Time) []PlanSlot
 	Triggers     func(ctx context.Context) ([]string, error)
 
-	// Feedback and TrimFeedback are the feedback tracker; OnDelivered
-	// records each delivery as dispatched.
-	Feedback     AcceptanceSource
-	TrimFeedback func(ctx context.Context) error
-	OnDelivered  executor.DeliveredFunc
+	// Feedback is the nudge feedback tracker; nil builds one on
+	// Paths.Feedback(). Every delivery is recorded in it as dispatched.
+	Feedback *feedback.Tracker
+	// OnDelivered observes each delivery after it was recorded.
+	OnDelivered executor.DeliveredFunc
 
 	Clock  clock.Clock
 	Logger *slog.Logger
@@ -52,6 +58,8 @@ type SystemOptions struct {
 type System struct {
 	Store      *statefile.Store
 	Policy     *policy.Policy
+	Feedback   *feedback.Tracker
+	Attention  *attention.Updater // nil when sentinel.attention is off
 	Assembler  *Assembler
 	Planner    *Planner
 	Dispatcher *executor.NudgeDispatcher
@@ -64,7 +72,13 @@ type System struct {
 	Consumer   *executor.DecisionConsumer
 	Discoverer *TaskDiscoverer
 	Runner     *Runner
+
+	log         *slog.Logger
+	onDelivered executor.DeliveredFunc
 }
+
+// defaultTargetWindow bounds how far back the default target is looked for.
+const defaultTargetWindow = 7 * 24 * time.Hour
 
 // NewSystem builds every component from o.
 func NewSystem(o SystemOptions) (*System, error) {
@@ -85,9 +99,21 @@ func NewSystem(o SystemOptions) (*System, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sentinel: %w", err)
 	}
-	s := &System{Store: store, Policy: pol}
-	s.Dispatcher = executor.NewDispatcher(executor.DispatcherOptions{Gate: pol, Post: o.Post, Targets: o.Targets, OnDelivered: o.OnDelivered, Clock: o.Clock, Logger: log})
-	if s.Injector, err = executor.NewInjector(executor.InjectorOptions{Store: store, Gate: pol, TTL: cfg.InjectTTL.D(), Cap: cfg.InjectCap, OnDelivered: o.OnDelivered, Clock: o.Clock, Logger: log}); err != nil {
+	s := &System{Store: store, Policy: pol, Feedback: o.Feedback, log: log, onDelivered: o.OnDelivered}
+	if s.Feedback == nil {
+		s.Feedback = feedback.NewTracker(o.Paths.Feedback(), feedback.Options{Clock: o.Clock, Logger: log})
+	}
+	if o.Provider == nil {
+		log.Info("sentinel: no model configured; the planner skips every tick (set \"model\" or sentinel.planner_model)")
+	}
+	targets := o.Targets
+	if targets == nil && o.Sessions != nil {
+		targets = s.defaultTargets(o.Sessions, o.Clock)
+	}
+	delivered := s.recordDelivery
+
+	s.Dispatcher = executor.NewDispatcher(executor.DispatcherOptions{Gate: pol, Post: o.Post, Targets: targets, OnDelivered: delivered, Clock: o.Clock, Logger: log})
+	if s.Injector, err = executor.NewInjector(executor.InjectorOptions{Store: store, Gate: pol, TTL: cfg.InjectTTL.D(), Cap: cfg.InjectCap, OnDelivered: delivered, Clock: o.Clock, Logger: log}); err != nil {
 		return nil, err
 	}
 	if s.Defer, err = executor.NewDeferManager(executor.DeferOptions{
@@ -96,36 +122,114 @@ func NewSystem(o SystemOptions) (*System, error) {
 	}); err != nil {
 		return nil, err
 	}
-	s.Spawn = executor.NewSpawn(executor.SpawnOptions{Gate: pol, Spawn: o.Spawn, Targets: o.Targets, OnDelivered: o.OnDelivered, Logger: log})
+	s.Spawn = executor.NewSpawn(executor.SpawnOptions{Gate: pol, Spawn: o.Spawn, Targets: targets, OnDelivered: delivered, Logger: log})
 	s.Pending = executor.NewPendingDecisionStore(o.Paths.PendingDecisions(), cfg.PendingTTL.D(), o.Clock)
 	s.Router = executor.NewRouter(executor.RouterOptions{Provider: o.Provider, Model: o.Model, MinConfidence: cfg.DecisionConfidence, Logger: log})
-	s.Actions = executor.NewActionExecutor(executor.ActionExecutorOptions{Gate: pol, Injector: s.Injector, Spawn: s.Spawn, Tool: o.Tool, OnDelivered: o.OnDelivered, Logger: log})
+	s.Actions = executor.NewActionExecutor(executor.ActionExecutorOptions{Gate: pol, Injector: s.Injector, Spawn: s.Spawn, Tool: o.Tool, OnDelivered: delivered, Logger: log})
 	s.Consumer = executor.NewConsumer(executor.ConsumerOptions{Store: s.Pending, Router: s.Router, Executor: s.Actions, Confirm: cfg.DecisionConfirm, Logger: log})
 	s.Assembler = NewAssembler(AssemblerOptions{
 		MemoryPath: o.Paths.Memory(), HistoryPath: o.Paths.History(), AttentionPath: o.Paths.Attention(), BehaviorsPath: o.Paths.Behaviors(),
 		MemoryMaxBytes: cfg.MemoryMaxBytes, HistoryTailBytes: cfg.HistoryTailBytes, AttentionSections: cfg.AttentionSections,
 		BehaviorsLines: cfg.BehaviorsLines, BehaviorsTailBytes: cfg.BehaviorsTailBytes, ActiveWindow: cfg.ActiveWindow.D(),
-		Sessions: o.Sessions, Routines: o.Routines, Calendar: o.Calendar, Policy: pol, Clock: o.Clock, Logger: log,
+		Sessions: ActiveSessions(o.Sessions), Routines: o.Routines, Calendar: o.Calendar, Policy: pol, Clock: o.Clock, Logger: log,
 	})
+	var refresh func(context.Context)
+	if cfg.Attention {
+		s.Attention = attention.NewUpdater(attention.Options{
+			Path: o.Paths.Attention(), MemoryPath: o.Paths.Memory(), HistoryPath: o.Paths.History(),
+			MemoryMaxBytes: cfg.MemoryMaxBytes, HistoryTailBytes: cfg.HistoryTailBytes,
+			Sessions: attentionSessions(o.Sessions), SessionWindow: cfg.OpenLoopWindow.D(),
+			Producers: []attention.Producer{
+				attention.Deadlines{Horizon: cfg.DeadlineHorizon.D()},
+				attention.OpenLoops{Window: cfg.OpenLoopWindow.D()},
+			},
+			Location: cfg.Policy.Location, Clock: o.Clock, Logger: log,
+		})
+		refresh = func(ctx context.Context) { s.Attention.Update(ctx) }
+	}
 	s.Planner = NewPlanner(o.Provider, o.Model, log)
 	var discover func(context.Context, PlannerContext) executor.Result
 	if cfg.Discovery && o.Provider != nil {
 		s.Discoverer = &TaskDiscoverer{Provider: o.Provider, Model: o.Model, Store: s.Pending, Dispatcher: s.Dispatcher, MaxOptions: cfg.DiscoveryOptions, Logger: log}
 		discover = s.Discoverer.Discover
 	}
-	var tuner Tuner
-	if o.Feedback != nil {
-		tuner = pol
-	}
 	s.Runner, err = NewRunner(RunnerOptions{
 		Assembler: s.Assembler, Planner: s.Planner, Dispatcher: s.Dispatcher, Injector: s.Injector, Defer: s.Defer, Spawn: s.Spawn,
 		PlanSlots: o.PlanSlots, DeadlineFallback: cfg.DeadlineFallback,
-		Feedback: o.Feedback, Tuner: tuner, FeedbackWindow: cfg.FeedbackWindow.D(), TrimFeedback: o.TrimFeedback,
-		Discover: discover, DiscoveryHour: cfg.DiscoveryHour, Triggers: o.Triggers, TriggerInterval: cfg.TriggerPoll.D(),
+		Feedback: s.Feedback, Tuner: pol, FeedbackWindow: cfg.FeedbackWindow.D(),
+		TrimFeedback: func(ctx context.Context) error { _, err := s.Feedback.MaybeTrim(ctx); return err },
+		Refresh:      refresh,
+		Discover:     discover, DiscoveryHour: cfg.DiscoveryHour, Triggers: o.Triggers, TriggerInterval: cfg.TriggerPoll.D(),
 		TickLogPath: o.Paths.TickLog(), Interval: cfg.Interval.D(), DedupTTL: cfg.DedupTTL.D(), Clock: o.Clock, Logger: log,
 	})
 	if err != nil {
 		return nil, err
 	}
 	return s, nil
+}
+
+// recordDelivery is every executor's OnDelivered: the nudge goes into the
+// feedback log as dispatched under the policy's fire ID, so a later verdict
+// (tool or CLI) finds it.
+func (s *System) recordDelivery(ctx context.Context, d executor.Delivery) {
+	if d.NudgeID == "" {
+		s.log.Warn("sentinel: delivery without a nudge id; not tracked for feedback", "action", d.Action, "session", d.Session)
+	} else {
+		topic := d.Topic
+		if topic == "" {
+			topic = policy.DeriveTopic(d.Content) // the tag the policy charged
+		}
+		rec := feedback.Record{
+			Time: d.At, NudgeID: d.NudgeID, Topic: topic, Session: d.Session, Action: d.Action,
+			Priority: string(d.Priority), Source: feedback.SourceSentinel, Content: d.Content,
+		}
+		if err := s.Feedback.RecordDispatched(ctx, rec); err != nil {
+			s.log.Warn("sentinel: delivered nudge not logged for feedback", "nudge_id", d.NudgeID, "err", err)
+		}
+	}
+	if s.onDelivered != nil {
+		s.onDelivered(ctx, d)
+	}
+}
+
+// RecordVerdict records the owner's verdict on a nudge in the feedback log
+// and feeds it to the policy (dismissal cooldown, topic statistics, learned
+// quiet hours). The nudge_feedback tool and `raven nudges feedback` both go
+// through it. An unknown ID matches feedback.ErrUnknownNudge and changes
+// nothing.
+func (s *System) RecordVerdict(ctx context.Context, nudgeID, verdict, session, reason string) (feedback.Record, error) {
+	rec, err := s.Feedback.RecordVerdict(ctx, nudgeID, verdict, session, reason)
+	if err != nil {
+		return rec, err
+	}
+	if err := s.Policy.RecordOutcome(ctx, rec.NudgeID, verdict); err != nil {
+		return rec, fmt.Errorf("sentinel: %s on %s logged, but the policy was not updated: %w", verdict, nudgeID, err)
+	}
+	return rec, nil
+}
+
+// FeedbackTool is the nudge_feedback tool for the agent's registry.
+func (s *System) FeedbackTool() *feedback.Tool { return feedback.NewTool(s) }
+
+// defaultTargets sends a session to itself and "no session" to the most
+// recently active owner session.
+func (s *System) defaultTargets(list SessionLister, clk clock.Clock) executor.TargetsFunc {
+	return func(session string) []executor.Target {
+		if session != "" {
+			return nil // the dispatcher splits "channel:chat_id" itself
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		ss, err := list(ctx, clk.Now().Add(-defaultTargetWindow))
+		if err != nil {
+			s.log.Warn("sentinel: no default target; sessions unavailable", "err", err)
+			return nil
+		}
+		for _, sm := range ss {
+			if sm.Channel != "" && sm.ChatID != "" {
+				return []executor.Target{{Channel: sm.Channel, ChatID: sm.ChatID}}
+			}
+		}
+		return nil
+	}
 }

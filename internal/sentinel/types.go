@@ -96,6 +96,7 @@ type ActiveSession struct {
 	Key           string    `json:"key"` // "channel:chat_id"
 	LastActive    time.Time `json:"last_active"`
 	LastUser      string    `json:"last_user,omitempty"`
+	LastUserAt    time.Time `json:"last_user_at,omitzero"`
 	LastAssistant string    `json:"last_assistant,omitempty"`
 }
 

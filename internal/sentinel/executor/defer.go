@@ -32,7 +32,7 @@ type DeferOptions struct {
 	Dispatch func(ctx context.Context, n Nudge) Result
 	// LastActivity reports when session last saw a message; false when
 	// unknown (the session then counts as idle since registration).
-	LastActivity func(session string) (time.Time, bool)
+	LastActivity func(ctx context.Context, session string) (time.Time, bool)
 	// IdleThreshold: a session idle this long has settled (default 10m).
 	IdleThreshold time.Duration
 	// MaxWait: a deferred nudge not dispatched by then expires (default 4h).
@@ -152,7 +152,7 @@ func (m *DeferManager) Poll(ctx context.Context) []Result {
 			case !now.Before(e.ExpiresAt):
 				changed = true
 				m.o.Logger.Info("sentinel: deferred nudge expired before its session settled", "id", e.ID, "session", e.Nudge.Session, "registered_at", e.RegisteredAt)
-			case m.settled(e, now):
+			case m.settled(ctx, e, now):
 				changed = true
 				ready = append(ready, e)
 			default:
@@ -200,10 +200,10 @@ func (m *DeferManager) Poll(ctx context.Context) []Result {
 	return results
 }
 
-func (m *DeferManager) settled(e DeferEntry, now time.Time) bool {
+func (m *DeferManager) settled(ctx context.Context, e DeferEntry, now time.Time) bool {
 	last := e.RegisteredAt
 	if m.o.LastActivity != nil && e.Nudge.Session != "" {
-		if t, ok := m.o.LastActivity(e.Nudge.Session); ok {
+		if t, ok := m.o.LastActivity(ctx, e.Nudge.Session); ok {
 			last = t
 		}
 	}

@@ -20,7 +20,12 @@ import (
 	"github.com/raven-agent/raven/internal/statefile"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	if role := os.Getenv(childEnv); role != "" {
+		os.Exit(runChild(role))
+	}
+	goleak.VerifyTestMain(m)
+}
 
 type fakeGate struct {
 	mu     sync.Mutex
@@ -210,7 +215,12 @@ func TestDeferSettleExpiryRestart(t *testing.T) {
 	newMgr := func() *DeferManager {
 		m, err := NewDeferManager(DeferOptions{Store: openStore(t, path, clk), Gate: g, Dispatch: dispatch, Clock: clk,
 			IdleThreshold: 10 * time.Minute, MaxWait: time.Hour,
-			LastActivity: func(s string) (time.Time, bool) { mu.Lock(); defer mu.Unlock(); v, ok := last[s]; return v, ok }})
+			LastActivity: func(_ context.Context, s string) (time.Time, bool) {
+				mu.Lock()
+				defer mu.Unlock()
+				v, ok := last[s]
+				return v, ok
+			}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -13,8 +13,12 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/raven-agent/raven/internal/clock"
+	"github.com/raven-agent/raven/internal/llm"
+	"github.com/raven-agent/raven/internal/spine"
+	"github.com/raven-agent/raven/internal/tools"
 )
 
 const childEnv = "RAVEN_FEEDBACK_CHILD"
@@ -244,21 +248,35 @@ func TestConcurrentProcessesDoNotInterleave(t *testing.T) {
 	}
 }
 
+// spyRecorder wraps the tracker the way System.RecordVerdict does, to see
+// what the tool passes on.
+type spyRecorder struct {
+	tr    *Tracker
+	calls []string
+}
+
+func (s *spyRecorder) RecordVerdict(ctx context.Context, id, verdict, session, reason string) (Record, error) {
+	rec, err := s.tr.RecordVerdict(ctx, id, verdict, session, reason)
+	if err == nil {
+		s.calls = append(s.calls, id+"="+verdict+"@"+session)
+	}
+	return rec, err
+}
+
 func TestTool(t *testing.T) {
 	tr, _ := newTracker(t)
 	ctx := context.Background()
-	if err := tr.RecordDispatched(ctx, Record{NudgeID: "n-1", Topic: "tax", Session: "telegram:1"}); err != nil {
-		t.Fatal(err)
+	for _, id := range []string{"n-1", "n-2", "n-3"} {
+		if err := tr.RecordDispatched(ctx, Record{NudgeID: id, Topic: "tax", Session: "telegram:1"}); err != nil {
+			t.Fatal(err)
+		}
 	}
-	var hooked []string
-	tool := NewTool(tr, func(id, v string) { hooked = append(hooked, id+"="+v) })
+	spy := &spyRecorder{tr: tr}
+	var tool tools.Tool = NewTool(spy)
 	if tool.Name() != "nudge_feedback" {
 		t.Fatal(tool.Name())
 	}
-	var schema map[string]any
-	if err := json.Unmarshal(tool.Schema(), &schema); err != nil {
-		t.Fatal(err)
-	}
+	reg := tools.NewRegistry(tool)
 	tests := []struct {
 		name    string
 		args    string
@@ -268,8 +286,10 @@ func TestTool(t *testing.T) {
 		{"unknown field", `{"verdict":"accepted","nudge_id":"n-1","extra":1}`, ErrBadArgs, "unknown field"},
 		{"bad verdict", `{"verdict":"maybe","nudge_id":"n-1"}`, ErrBadArgs, "verdict"},
 		{"missing id", `{"verdict":"accepted"}`, ErrBadArgs, "nudge_id"},
+		{"blank id", `{"verdict":"accepted","nudge_id":"  "}`, ErrBadArgs, "nudge_id"},
 		{"wrong type", `{"verdict":1,"nudge_id":"n-1"}`, ErrBadArgs, ""},
 		{"not json", `verdict=accepted`, ErrBadArgs, ""},
+		{"trailing data", `{"verdict":"accepted","nudge_id":"n-1"} {}`, ErrBadArgs, "trailing"},
 		{"unknown nudge", `{"verdict":"accepted","nudge_id":"n-999"}`, ErrUnknownNudge, "n-999"},
 	}
 	for _, tc := range tests {
@@ -280,22 +300,69 @@ func TestTool(t *testing.T) {
 			}
 		})
 	}
-	if len(hooked) != 0 {
-		t.Fatal("hook ran for a failed call")
+	if len(spy.calls) != 0 {
+		t.Fatal("recorded a failed call")
 	}
-	out, err := tool.Run(WithSession(ctx, "telegram:1"), json.RawMessage(`{"verdict":"dismissed","nudge_id":"n-1","reason":"stop reminding me"}`))
-	if err != nil || !strings.Contains(out, "dismissed") {
-		t.Fatal(out, err)
+	// The registry validates against Parameters before Run.
+	if _, err := reg.Run(ctx, llm.ToolCall{Name: ToolName, Arguments: `{"verdict":"meh","nudge_id":"n-1"}`}); err == nil {
+		t.Fatal("schema accepted a bad verdict")
 	}
-	if len(hooked) != 1 || hooked[0] != "n-1=dismissed" {
-		t.Fatalf("hook %v", hooked)
+
+	sessions := []struct {
+		name string
+		ctx  context.Context
+		want string
+	}{
+		{"agent turn", tools.WithTurn(ctx, tools.TurnInfo{Origin: spine.OriginUser, Conversation: "telegram:1", Channel: "telegram", ChatID: "1"}), "telegram:1"},
+		{"turn without conversation id", tools.WithTurn(ctx, tools.TurnInfo{Channel: "webhook", ChatID: "9"}), "webhook:9"},
+		{"WithSession", WithSession(ctx, "cli:local"), "cli:local"},
 	}
-	r, _ := tr.Recent(1)
-	if r[0].Session != "telegram:1" || r[0].Reason != "stop reminding me" || r[0].Topic != "tax" {
-		t.Fatalf("%+v", r[0])
+	for i, tc := range sessions {
+		t.Run(tc.name, func(t *testing.T) {
+			id := fmt.Sprintf("n-%d", i+1)
+			out, err := reg.Run(tc.ctx, llm.ToolCall{Name: ToolName, Arguments: `{"verdict":"dismissed","nudge_id":"` + id + `","reason":"stop reminding me"}`})
+			if err != nil || !strings.Contains(out, "dismissed") {
+				t.Fatal(out, err)
+			}
+			r, _ := tr.Recent(1)
+			if r[0].Session != tc.want || r[0].Reason != "stop reminding me" || r[0].Topic != "tax" || r[0].NudgeID != id {
+				t.Fatalf("%+v", r[0])
+			}
+		})
+	}
+	if len(spy.calls) != 3 {
+		t.Fatalf("calls %v", spy.calls)
 	}
 	if k, ok := SessionFrom(ctx); ok || k != "" {
 		t.Fatal("empty ctx has a session")
+	}
+}
+
+func TestNudgesJoinsLatestVerdict(t *testing.T) {
+	tr, clk := newTracker(t)
+	long := strings.Repeat("é", MaxContent) // multi-byte: the cut must stay valid UTF-8
+	mustAppend(t, tr, Record{Event: EventDispatched, NudgeID: "n-1", Content: "plumber Thursday"})
+	clk.Advance(time.Minute)
+	mustAppend(t, tr, Record{Event: EventDispatched, NudgeID: "n-2", Content: long})
+	clk.Advance(time.Minute)
+	mustAppend(t, tr, Record{Event: EventAccepted, NudgeID: "n-1", Reason: "yes"})
+	clk.Advance(time.Minute)
+	mustAppend(t, tr, Record{Event: EventDismissed, NudgeID: "n-1", Reason: "changed my mind"})
+	got, err := tr.Nudges(10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0].NudgeID != "n-2" || got[1].NudgeID != "n-1" {
+		t.Fatalf("%+v", got)
+	}
+	if got[0].Verdict != "" || !utf8.ValidString(got[0].Content) || len(got[0].Content) > MaxContent+len("…") {
+		t.Fatalf("n-2: %+v", got[0])
+	}
+	if got[1].Verdict != EventDismissed || got[1].VerdictReason != "changed my mind" || got[1].Content != "plumber Thursday" {
+		t.Fatalf("n-1: %+v", got[1])
+	}
+	if one, _ := tr.Nudges(1); len(one) != 1 || one[0].NudgeID != "n-2" {
+		t.Fatalf("limit: %+v", one)
 	}
 }
 

@@ -7,6 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/raven-agent/raven/internal/spine"
+	"github.com/raven-agent/raven/internal/tools"
 )
 
 type sessionKey struct{}
@@ -31,19 +34,22 @@ const ToolName = "nudge_feedback"
 
 const maxReason = 500
 
-// Tool is the nudge_feedback tool: the main model marks a proactive nudge
-// accepted, dismissed or neutral from the owner's reply.
-type Tool struct {
-	Tracker *Tracker
-	// OnVerdict updates the policy (dismissal cooldown, topic statistics);
-	// it runs after the verdict is recorded.
-	OnVerdict func(nudgeID, verdict string)
+// Recorder records the owner's verdict on a nudge. *Tracker is one; the
+// Sentinel's System.RecordVerdict also feeds the policy and is the one the
+// gateway and the CLI use.
+type Recorder interface {
+	RecordVerdict(ctx context.Context, nudgeID, verdict, session, reason string) (Record, error)
 }
 
-// NewTool returns the tool over tracker.
-func NewTool(tracker *Tracker, onVerdict func(nudgeID, verdict string)) *Tool {
-	return &Tool{Tracker: tracker, OnVerdict: onVerdict}
+// Tool is the nudge_feedback tool (a tools.Tool): the main model marks a
+// proactive nudge accepted, dismissed or neutral from the owner's reply, at
+// no extra model call.
+type Tool struct {
+	rec Recorder
 }
+
+// NewTool returns the tool recording through rec.
+func NewTool(rec Recorder) *Tool { return &Tool{rec: rec} }
 
 // Name is the tool name.
 func (t *Tool) Name() string { return ToolName }
@@ -55,19 +61,20 @@ func (t *Tool) Description() string {
 		"or neither (neutral). Do not call it for ordinary messages."
 }
 
-var toolSchema = json.RawMessage(`{
-  "type": "object",
-  "properties": {
-    "verdict": {"type": "string", "enum": ["accepted", "dismissed", "neutral"], "description": "How the owner received the nudge."},
-    "nudge_id": {"type": "string", "description": "The id of the nudge, e.g. n-1a2b3c4d5e6f7a8b."},
-    "reason": {"type": "string", "description": "A few words from the owner's reply that justify the verdict."}
-  },
-  "required": ["verdict", "nudge_id"],
-  "additionalProperties": false
-}`)
-
-// Schema is the JSON schema of the arguments.
-func (t *Tool) Schema() json.RawMessage { return toolSchema }
+// Parameters is the JSON schema of the arguments. A fresh map each call, so
+// no caller can mutate another's view.
+func (t *Tool) Parameters() map[string]any {
+	return map[string]any{
+		"type": "object",
+		"properties": map[string]any{
+			"verdict":  map[string]any{"type": "string", "enum": []any{EventAccepted, EventDismissed, EventNeutral}, "description": "How the owner received the nudge."},
+			"nudge_id": map[string]any{"type": "string", "description": "The id of the nudge, e.g. n-1a2b3c4d5e6f7a8b."},
+			"reason":   map[string]any{"type": "string", "description": "A few words from the owner's reply that justify the verdict."},
+		},
+		"required":             []any{"verdict", "nudge_id"},
+		"additionalProperties": false,
+	}
+}
 
 type toolArgs struct {
 	Verdict string `json:"verdict"`
@@ -75,7 +82,8 @@ type toolArgs struct {
 	Reason  string `json:"reason"`
 }
 
-// Run records the verdict. Errors are meant to be shown to the model.
+// Run records the verdict for the current turn's session. Errors are meant
+// to be shown to the model.
 func (t *Tool) Run(ctx context.Context, args json.RawMessage) (string, error) {
 	var a toolArgs
 	dec := json.NewDecoder(bytes.NewReader(args))
@@ -95,16 +103,27 @@ func (t *Tool) Run(ctx context.Context, args json.RawMessage) (string, error) {
 	case len(a.Reason) > maxReason:
 		a.Reason = a.Reason[:maxReason]
 	}
-	session, _ := SessionFrom(ctx)
-	rec, err := t.Tracker.RecordVerdict(ctx, a.NudgeID, a.Verdict, session, a.Reason)
+	rec, err := t.rec.RecordVerdict(ctx, a.NudgeID, a.Verdict, turnSession(ctx), a.Reason)
 	if errors.Is(err, ErrUnknownNudge) {
 		return "", fmt.Errorf("nudge_feedback: %w: no nudge with id %q was sent; use the id shown with the nudge", ErrUnknownNudge, a.NudgeID)
 	}
 	if err != nil {
 		return "", fmt.Errorf("nudge_feedback: %w", err)
 	}
-	if t.OnVerdict != nil {
-		t.OnVerdict(rec.NudgeID, rec.Event)
-	}
 	return fmt.Sprintf("Recorded %s for nudge %s.", rec.Event, rec.NudgeID), nil
+}
+
+// turnSession is the session of the running turn: the agent loop's per-turn
+// context first, then WithSession (callers outside the agent loop).
+func turnSession(ctx context.Context) string {
+	if ti, ok := tools.TurnFrom(ctx); ok {
+		if ti.Conversation != "" {
+			return ti.Conversation
+		}
+		if ti.Channel != "" && ti.ChatID != "" {
+			return spine.ConversationKey(ti.Channel, ti.ChatID)
+		}
+	}
+	s, _ := SessionFrom(ctx)
+	return s
 }

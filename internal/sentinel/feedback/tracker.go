@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/raven-agent/raven/internal/clock"
 	"github.com/raven-agent/raven/internal/statefile"
@@ -46,7 +47,13 @@ type Record struct {
 	Priority string    `json:"priority,omitempty"`
 	Source   string    `json:"source,omitempty"`
 	Reason   string    `json:"reason,omitempty"`
+	// Content is what the owner was sent (dispatched records only), cut
+	// to MaxContent bytes so the log stays cheap to scan.
+	Content string `json:"content,omitempty"`
 }
+
+// MaxContent bounds Record.Content.
+const MaxContent = 280
 
 // IsVerdict reports whether event is accepted, dismissed or neutral.
 func IsVerdict(event string) bool {
@@ -124,6 +131,13 @@ func (t *Tracker) Append(ctx context.Context, rec Record) error {
 	}
 	if rec.Time.IsZero() {
 		rec.Time = t.clk.Now()
+	}
+	if len(rec.Content) > MaxContent {
+		cut := MaxContent
+		for cut > 0 && !utf8.RuneStart(rec.Content[cut]) {
+			cut--
+		}
+		rec.Content = rec.Content[:cut] + "…"
 	}
 	rec.Time = rec.Time.UTC()
 	line, err := json.Marshal(rec)
@@ -278,6 +292,39 @@ func (t *Tracker) Recent(n int) ([]Record, error) {
 	}
 	err := t.scanBack(0, func(r Record) bool {
 		out = append(out, r)
+		return len(out) < n
+	})
+	return out, err
+}
+
+// NudgeSummary is one dispatched nudge with the owner's latest verdict.
+type NudgeSummary struct {
+	Record
+	Verdict       string    `json:"verdict,omitempty"`
+	VerdictAt     time.Time `json:"verdict_at,omitzero"`
+	VerdictReason string    `json:"verdict_reason,omitempty"`
+}
+
+// Nudges returns up to n dispatched nudges, newest first, each with its
+// latest verdict (empty when the owner has not reacted yet).
+func (t *Tracker) Nudges(n int) ([]NudgeSummary, error) {
+	out := []NudgeSummary{}
+	if n <= 0 {
+		return out, nil
+	}
+	latest := map[string]Record{} // newest verdict per nudge, seen before its dispatch
+	err := t.scanBack(0, func(r Record) bool {
+		if r.Event != EventDispatched {
+			if _, seen := latest[r.NudgeID]; !seen {
+				latest[r.NudgeID] = r
+			}
+			return true
+		}
+		s := NudgeSummary{Record: r}
+		if v, ok := latest[r.NudgeID]; ok {
+			s.Verdict, s.VerdictAt, s.VerdictReason = v.Event, v.Time, v.Reason
+		}
+		out = append(out, s)
 		return len(out) < n
 	})
 	return out, err

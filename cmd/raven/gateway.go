@@ -1,0 +1,81 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/raven-agent/raven/internal/auth"
+	"github.com/raven-agent/raven/internal/controlapi"
+	"github.com/raven-agent/raven/internal/gateway"
+)
+
+func newGatewayCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "gateway",
+		Short: "Run Raven's long-lived service: channels, agent, Sentinel, cron, heartbeat, control API",
+		Long: `Runs in the foreground until SIGINT/SIGTERM, then stops accepting work, lets running
+turns finish within gateway.shutdown_grace, cancels the rest and exits 0.
+One gateway per data dir; raven chat may run beside it.`,
+		Args: exactArgs(0),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			p, cfg, err := g.loadConfig()
+			if err != nil {
+				return err
+			}
+			log := newLogger(os.Stderr, cfg)
+			err = gateway.Run(cmd.Context(), gateway.DaemonOptions{
+				Options: gateway.Options{Paths: p, Config: cfg, Logger: log},
+				Version: version,
+			})
+			if errors.Is(err, gateway.ErrAlreadyRunning) {
+				return &exitError{code: 1, err: err}
+			}
+			return err
+		},
+	}
+	var asJSON bool
+	status := &cobra.Command{
+		Use:   "status",
+		Short: "Report whether a gateway runs on this data dir, and its state",
+		Args:  exactArgs(0),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			p, err := g.paths()
+			if err != nil {
+				return err
+			}
+			tok, err := auth.ReadTokenFile(p.OperatorToken())
+			if err != nil {
+				return fmt.Errorf("gateway status: %w (run raven onboard)", err)
+			}
+			ctx, cancel := context.WithTimeout(cmd.Context(), 3*time.Second)
+			defer cancel()
+			c, err := controlapi.Dial(ctx, p.Socket(), tok)
+			if err != nil {
+				if asJSON {
+					return printJSON(cmd.OutOrStdout(), map[string]any{"running": false})
+				}
+				fmt.Fprintln(cmd.OutOrStdout(), "gateway: not running")
+				return &exitError{code: 3, err: errors.New("gateway is not running")}
+			}
+			defer c.Close()
+			var st map[string]any
+			if err := c.Call(ctx, "gateway.status", nil, &st); err != nil {
+				return err
+			}
+			st["running"] = true
+			if asJSON {
+				return printJSON(cmd.OutOrStdout(), st)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "gateway: running (pid %v, model %v, uptime %vs, channels %v)\n", st["pid"], st["model"], st["uptime_s"], st["channels"])
+			return nil
+		},
+	}
+	status.Flags().BoolVar(&asJSON, "json", false, "print as JSON")
+	cmd.AddCommand(status)
+	return cmd
+}

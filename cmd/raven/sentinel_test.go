@@ -1,0 +1,107 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/raven-agent/raven/internal/sentinel"
+	"github.com/raven-agent/raven/internal/sentinel/feedback"
+)
+
+// The CLI drives one tick with a scripted planner, lists the nudge, records
+// a verdict through the same function the tool uses, and rejects bad input
+// with exit code 2.
+func TestSentinelAndNudgesCLI(t *testing.T) {
+	dir := t.TempDir()
+	script := filepath.Join(dir, "planner.json")
+	if err := os.WriteFile(script, []byte(`{"turns":[{"tool_calls":[{"name":"planner_decision","arguments":
+		{"action":"nudge","reason":"deadline","priority":"medium","proactivity_score":0.8,"nudge_message":"The tax return is due Friday.","target_session":"telegram:42"}}]}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// No quiet hours, so the test passes at any time of day.
+	cfg := `{"sentinel":{"policy":{"quiet_hours":{"start":"00:00","end":"00:00"}}}}`
+	if err := os.WriteFile(filepath.Join(dir, "config.json"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	out, err := runRaven(t, "", "--data-dir", dir, "--model", "scripted:"+script, "sentinel", "tick", "--json")
+	if err != nil {
+		t.Fatal(err, out)
+	}
+	// The post to the terminal precedes the JSON record.
+	i := strings.Index(out, "{")
+	if !strings.Contains(out[:max(i, 0)], "→ [telegram:42] The tax return is due Friday.") {
+		t.Fatalf("nudge not printed: %s", out)
+	}
+	var rec sentinel.TickRecord
+	if err := json.Unmarshal([]byte(out[i:]), &rec); err != nil || !rec.Delivered || rec.NudgeID == "" {
+		t.Fatalf("tick = %s (%v)", out, err)
+	}
+
+	out, err = runRaven(t, "", "--data-dir", dir, "nudges", "--json")
+	if err != nil {
+		t.Fatal(err, out)
+	}
+	var ns []feedback.NudgeSummary
+	if err := json.Unmarshal([]byte(out), &ns); err != nil || len(ns) != 1 || ns[0].NudgeID != rec.NudgeID || ns[0].Verdict != "" {
+		t.Fatalf("nudges = %s (%v)", out, err)
+	}
+
+	bad := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"unknown id", []string{"nudges", "feedback", "n-nope", "accepted"}, "unknown nudge ID"},
+		{"bad verdict", []string{"nudges", "feedback", rec.NudgeID, "meh"}, "want accepted"},
+		{"missing args", []string{"nudges", "feedback", rec.NudgeID}, "want 2 argument"},
+		{"bad --last", []string{"sentinel", "explain", "--last", "0"}, "--last"},
+	}
+	for _, tc := range bad {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := runRaven(t, "", append([]string{"--data-dir", dir}, tc.args...)...)
+			var ee *exitError
+			if !errors.As(err, &ee) || ee.code != 2 || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v", err)
+			}
+		})
+	}
+
+	out, err = runRaven(t, "", "--data-dir", dir, "nudges", "feedback", rec.NudgeID, "dismissed", "--reason", "not now")
+	if err != nil || !strings.Contains(out, "recorded dismissed") {
+		t.Fatal(err, out)
+	}
+	out, _ = runRaven(t, "", "--data-dir", dir, "nudges")
+	if !strings.Contains(out, rec.NudgeID) || !strings.Contains(out, "dismissed") || !strings.Contains(out, "tax return") {
+		t.Fatalf("nudges text = %s", out)
+	}
+	// The verdict reached the shared policy state.
+	out, err = runRaven(t, "", "--data-dir", dir, "sentinel", "status")
+	if err != nil || !strings.Contains(out, "cooldown:") || !strings.Contains(out, "nudge") {
+		t.Fatalf("status = %s (%v)", out, err)
+	}
+	out, err = runRaven(t, "", "--data-dir", dir, "sentinel", "explain", "--last", "5")
+	if err != nil || !strings.Contains(out, "The tax return is due Friday.") || !strings.Contains(out, "delivered: yes") {
+		t.Fatalf("explain = %s (%v)", out, err)
+	}
+}
+
+// With no model configured the tick degrades to a recorded skip.
+func TestSentinelTickWithoutModel(t *testing.T) {
+	dir := t.TempDir()
+	out, err := runRaven(t, "", "--data-dir", dir, "sentinel", "tick", "--json")
+	if err != nil {
+		t.Fatal(err, out)
+	}
+	var rec sentinel.TickRecord
+	if err := json.Unmarshal([]byte(out[strings.Index(out, "{"):]), &rec); err != nil {
+		t.Fatal(err, out)
+	}
+	if rec.Action != sentinel.ActionSkip || rec.Delivered {
+		t.Fatalf("%+v", rec)
+	}
+}

@@ -1,0 +1,71 @@
+package gateway
+
+import (
+	"context"
+	"path/filepath"
+	"time"
+
+	"github.com/raven-agent/raven/internal/cron"
+	"github.com/raven-agent/raven/internal/sentinel/feedback"
+	"github.com/raven-agent/raven/internal/spine"
+)
+
+// StartCron runs the cron service restricted to channels (empty: every job)
+// and registers the cron tool. A fire writes the shared NudgePolicy ledger
+// and a neutral feedback record, and wakes the heartbeat.
+func (a *App) StartCron(ctx context.Context, channels ...string) error {
+	cc := a.Config.Cron
+	store := cron.NewStore(a.Paths.CronJobs(), a.Clock, a.Log.With("component", "cron"), cc.LockTimeout.D())
+	var submit func(spine.TurnRequest) (*spine.Ticket, error)
+	if a.Provider != nil {
+		submit = a.Scheduler.Submit
+	}
+	fh := cron.NewFireHandler(cron.FireOptions{
+		Hub: a.Hub, Submit: submit, Forward: a.Config.Channels.Forward,
+		LastChatID: func(ch string) (string, bool) { return a.Sessions.LastChatID(a.ctx, ch) },
+		RecordFire: a.recordCronFire,
+		OnFired: func(jobID string) {
+			if a.Wake != nil {
+				a.Wake.RequestWakeNow("cron " + jobID + " fired")
+			}
+		},
+		Logger: a.Log.With("component", "cron"),
+	})
+	svc, err := cron.NewService(cron.Options{
+		Clock: a.Clock, Logger: a.Log.With("component", "cron"), Store: store, Runs: cron.NewRunLog(a.Paths.CronRuns()),
+		Handler: fh.Handle, Notify: fh.Notify, Channels: channels,
+		MaxSleep: cc.MaxSleep.D(), ClaimTTL: cc.ClaimTTL.D(), JobTimeout: cc.JobTimeout.D(),
+		MaxConcurrent: cc.MaxConcurrent, DecayAfter: cc.DecayAfter,
+		UserRespondedSince: func(channel, chatID string, t time.Time) bool {
+			at, ok := a.Sessions.LastUserMessageAt(a.ctx, spine.ConversationKey(channel, chatID))
+			return ok && at.After(t)
+		},
+		ServiceLock: filepath.Join(a.Paths.CronDir(), "service.lock"),
+	})
+	if err != nil {
+		return err
+	}
+	a.Cron = svc
+	a.Tools.Register(cron.NewTool(store, a.Clock, svc.Poke))
+	if cc.Enabled {
+		a.Go("cron", svc.Run)
+	}
+	return nil
+}
+
+// recordCronFire couples a cron fire to the Sentinel's ledger: the topic is
+// marked fired (so no nudge repeats it within the dedup window) and a
+// dispatched record marked neutral is written, which keeps a user-scheduled
+// reminder from moving the acceptance rate the Sentinel learns from.
+func (a *App) recordCronFire(ctx context.Context, topic, content string) error {
+	if a.Sentinel == nil {
+		return nil
+	}
+	if err := a.Sentinel.Policy.RecordCronFire(ctx, topic, content); err != nil {
+		return err
+	}
+	if a.Sentinel.Feedback != nil {
+		return a.Sentinel.Feedback.RecordDispatched(ctx, feedback.Record{Topic: topic, Action: "cron", Source: feedback.SourceCron})
+	}
+	return nil
+}

@@ -1,0 +1,129 @@
+package gateway
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/raven-agent/raven/internal/clock"
+	"github.com/raven-agent/raven/internal/config"
+	"github.com/raven-agent/raven/internal/llm"
+	"github.com/raven-agent/raven/internal/sentinel/executor"
+	"github.com/raven-agent/raven/internal/sentinel/feedback"
+	"github.com/raven-agent/raven/internal/sentinel/policy"
+	"github.com/raven-agent/raven/internal/spine"
+)
+
+func newSentinelApp(t *testing.T, enabled bool, turns []llm.Turn) (*App, *clock.Fake) {
+	t.Helper()
+	p, err := config.NewPaths(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := config.Default()
+	cfg.Sentinel.Enabled = enabled
+	cfg.Sentinel.Policy.Location = time.UTC
+	clk := clock.NewFake(time.Date(2025, 3, 4, 10, 0, 0, 0, time.UTC))
+	a, err := New(context.Background(), Options{Paths: p, Config: cfg, Clock: clk, Provider: llm.NewScripted(turns)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a, clk
+}
+
+func turn(t *testing.T, a *App, content string) string {
+	t.Helper()
+	tk, err := a.Scheduler.Submit(spine.TurnRequest{Origin: spine.OriginUser, Channel: "cli", ChatID: "local", Content: content})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := tk.Wait(context.Background())
+	if err != nil || res.Err != nil {
+		t.Fatal(err, res.Err)
+	}
+	return res.Reply
+}
+
+// Disabled, the Sentinel is still wired: an inject rides the next reply,
+// the agent's nudge_feedback tool records a verdict for the turn's session
+// into the log and the policy, and the assembler sees the session store.
+func TestStartSentinelWiresAgentLoop(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	a, _ := newSentinelApp(t, false, []llm.Turn{
+		{Content: "Sunny and 14°C."},
+		{ToolCalls: []llm.ToolCall{{ID: "c1", Name: feedback.ToolName, Arguments: `{"verdict":"dismissed","nudge_id":"n-plumber","reason":"stop"}`}}},
+		{Content: "OK, I won't remind you again."},
+	})
+	defer a.Close(context.Background())
+	ctx := context.Background()
+	sys, err := a.StartSentinel(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Sentinel != sys {
+		t.Fatal("App.Sentinel not set")
+	}
+	if _, ok := a.Tools.Get(feedback.ToolName); !ok {
+		t.Fatal("nudge_feedback not registered")
+	}
+
+	if r := sys.Injector.Queue(ctx, executor.Nudge{Session: "cli:local", Message: "Passport office closes at 16:00."}); !r.Queued {
+		t.Fatalf("%+v", r)
+	}
+	if reply := turn(t, a, "weather?"); !strings.Contains(reply, "Sunny") || !strings.Contains(reply, "Passport office") {
+		t.Fatalf("inject did not ride the reply: %q", reply)
+	}
+	if ns, _ := sys.Feedback.Nudges(5); len(ns) != 1 || ns[0].Action != policy.ActionInject || ns[0].Session != "cli:local" {
+		t.Fatalf("inject not tracked: %+v", ns)
+	}
+
+	if err := sys.Feedback.RecordDispatched(ctx, feedback.Record{NudgeID: "n-plumber", Topic: "plumber", Session: "cli:local"}); err != nil {
+		t.Fatal(err)
+	}
+	turn(t, a, "stop reminding me about the plumber")
+	ns, _ := sys.Feedback.Nudges(5)
+	if ns[0].NudgeID != "n-plumber" || ns[0].Verdict != feedback.EventDismissed {
+		t.Fatalf("verdict not recorded: %+v", ns)
+	}
+	recent, _ := sys.Feedback.Recent(1)
+	if recent[0].Session != "cli:local" {
+		t.Fatalf("session from the turn: %+v", recent[0])
+	}
+	if snap := sys.Policy.SnapshotState(); snap.DismissalCooldownUntil.IsZero() {
+		t.Fatal("verdict did not reach the policy")
+	}
+
+	pc := sys.Assembler.Assemble(ctx)
+	if len(pc.ActiveSessions) != 1 || pc.ActiveSessions[0].Key != "cli:local" || pc.ActiveSessions[0].LastUser == "" {
+		t.Fatalf("sessions: %+v", pc.ActiveSessions)
+	}
+	if last, ok := a.Sessions.LastActivity(ctx, "cli:local"); !ok || last.IsZero() {
+		t.Fatal("no last activity")
+	}
+}
+
+// Enabled, the tick and defer loops run until the App closes.
+func TestStartSentinelEnabledRunsUntilClose(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	a, clk := newSentinelApp(t, true, nil)
+	if _, err := a.StartSentinel(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	clk.BlockUntil(2) // the tick loop and the defer loop are sleeping
+	if err := a.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestStartSentinelBadPlannerModel(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	a, _ := newSentinelApp(t, false, nil)
+	defer a.Close(context.Background())
+	a.Config.Sentinel.PlannerModel = "nosuch/model"
+	if _, err := a.StartSentinel(context.Background()); err == nil || !strings.Contains(err.Error(), "planner_model") {
+		t.Fatalf("got %v", err)
+	}
+}

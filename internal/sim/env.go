@@ -1,0 +1,348 @@
+package sim
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/raven-agent/raven/internal/clock"
+	"github.com/raven-agent/raven/internal/config"
+	"github.com/raven-agent/raven/internal/gateway"
+	"github.com/raven-agent/raven/internal/llm"
+	"github.com/raven-agent/raven/internal/spine"
+)
+
+// day0 is the demo's Monday. The owner's zone is UTC so the output is the
+// same on every machine.
+var day0 = time.Date(2026, time.March, 2, 0, 0, 0, 0, time.UTC)
+
+// at returns day0 + days at hh:mm.
+func at(days, hh, mm int) time.Time {
+	return day0.AddDate(0, 0, days).Add(time.Duration(hh)*time.Hour + time.Duration(mm)*time.Minute)
+}
+
+// env is one section's world: its own data dir, virtual clock and apps.
+type env struct {
+	paths config.Paths
+	cfg   config.Config
+	clk   *clock.Fake
+	log   *slog.Logger
+	tl    *Timeline
+	step  time.Duration
+
+	deliveries chan spine.Message
+	closers    []func(context.Context) error
+
+	// While holding, deliveries are printed only at release, so a tick's
+	// decision line comes before the message it caused.
+	holdMu    sync.Mutex
+	holding   bool
+	held      []Event
+	explained map[spine.Origin]bool
+}
+
+func (e *env) hold() {
+	e.holdMu.Lock()
+	defer e.holdMu.Unlock()
+	e.holding = true
+}
+
+func (e *env) release() {
+	e.holdMu.Lock()
+	held := e.held
+	e.held, e.holding = nil, false
+	e.holdMu.Unlock()
+	for _, ev := range held {
+		e.tl.emit(ev)
+	}
+}
+
+func newEnv(_ context.Context, root, name string, tl *Timeline, o Options) (*env, error) {
+	dir := filepath.Join(root, name)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	p, err := config.NewPaths(dir)
+	if err != nil {
+		return nil, err
+	}
+	cfg := config.Default()
+	cfg.Sentinel.Policy.Location = time.UTC
+	return &env{
+		paths: p, cfg: cfg, clk: clock.NewFake(day0), log: o.Logger, tl: tl, step: o.StepTimeout,
+		deliveries: make(chan spine.Message, 256),
+	}, nil
+}
+
+// emit stamps e with the virtual clock and prints it.
+func (e *env) emit(ev Event) {
+	if ev.At.IsZero() {
+		ev.At = e.clk.Now()
+	}
+	e.tl.emit(ev)
+}
+
+// newApp assembles the real runtime on this section's data dir with p as
+// its model, and attaches the timeline outlets for the owner's channels.
+func (e *env) newApp(ctx context.Context, p llm.Provider, channels ...string) (*gateway.App, error) {
+	app, err := gateway.New(ctx, gateway.Options{Paths: e.paths, Config: e.cfg, Logger: e.log, Clock: e.clk, Provider: p})
+	if err != nil {
+		return nil, err
+	}
+	e.closers = append(e.closers, func(ctx context.Context) error { return app.Close(ctx) })
+	if len(channels) == 0 {
+		channels = []string{"cli"}
+	}
+	for _, ch := range channels {
+		app.Hub.Register(ch, spine.OutletFunc(e.outlet))
+	}
+	return app, nil
+}
+
+// outlet is the owner's screen: it prints every delivery and hands it to
+// whoever waits for it.
+func (e *env) outlet(_ context.Context, m spine.Message) error {
+	ev := Event{Kind: "delivery", Label: "raven", Proactive: m.Proactive,
+		Text: "→ " + m.Channel + ":" + m.ChatID + "  " + showMessage(m.Content),
+		Data: map[string]any{"channel": m.Channel, "chat_id": m.ChatID, "origin": string(m.Origin), "reply": m.Reply, "content": m.Content}}
+	if m.Reply {
+		ev.Kind = "turn.reply"
+	}
+	for k, v := range m.Extras {
+		ev.Data[k] = v
+	}
+	if m.Proactive {
+		// Explain each kind of proactive message once; repeating it on
+		// every delivery would bury the timeline.
+		why := proactiveWhy(m)
+		e.holdMu.Lock()
+		if e.explained == nil {
+			e.explained = map[spine.Origin]bool{}
+		}
+		if !e.explained[m.Origin] || m.Origin == spine.OriginSubagent {
+			ev.Why = why
+		}
+		e.explained[m.Origin] = true
+		e.holdMu.Unlock()
+	}
+	ev.At = e.clk.Now()
+	e.holdMu.Lock()
+	if e.holding {
+		e.held = append(e.held, ev)
+	} else {
+		e.tl.emit(ev)
+	}
+	e.holdMu.Unlock()
+	select {
+	case e.deliveries <- m:
+	default:
+		return errors.New("sim: delivery buffer full")
+	}
+	return nil
+}
+
+func proactiveWhy(m spine.Message) string {
+	switch m.Origin {
+	case spine.OriginSubagent:
+		if id, ok := m.Extras["subagent_id"]; ok {
+			return fmt.Sprintf("background subagent %v finished; its result is posted back to the conversation that asked", id)
+		}
+		return "a background subagent finished"
+	case spine.OriginSentinel:
+		return "posted by the Sentinel through the hub, not as a reply; the CLI outlet marks it proactive so the owner can tell"
+	case spine.OriginCron:
+		return "a scheduled job fired"
+	case spine.OriginHeartbeat:
+		return "the heartbeat found an active task"
+	}
+	return ""
+}
+
+// showMessage keeps a message's line structure but drops blank lines.
+func showMessage(s string) string {
+	var out []string
+	for _, l := range strings.Split(strings.TrimSpace(s), "\n") {
+		if strings.TrimSpace(l) != "" {
+			out = append(out, l)
+		}
+	}
+	if len(out) <= 1 {
+		return quote(s)
+	}
+	out[0] = "“" + out[0]
+	out[len(out)-1] += "”"
+	return strings.Join(out, "\n")
+}
+
+// expect waits (in real time, bounded) for a delivery matching ok.
+func (e *env) expect(ctx context.Context, what string, ok func(spine.Message) bool) (spine.Message, error) {
+	ctx, cancel := context.WithTimeout(ctx, e.step)
+	defer cancel()
+	for {
+		select {
+		case m := <-e.deliveries:
+			if ok(m) {
+				return m, nil
+			}
+		case <-ctx.Done():
+			return spine.Message{}, fmt.Errorf("waiting for %s: %w", what, ctx.Err())
+		}
+	}
+}
+
+// wait waits for a ticket in bounded real time.
+func (e *env) wait(ctx context.Context, what string, t *spine.Ticket) (spine.Result, error) {
+	ctx, cancel := context.WithTimeout(ctx, e.step)
+	defer cancel()
+	res, err := t.Wait(ctx)
+	if err != nil {
+		return res, fmt.Errorf("waiting for %s: %w", what, err)
+	}
+	return res, nil
+}
+
+// say submits an owner message as a user turn and prints it.
+func (e *env) say(app *gateway.App, channel, chatID, text string, busy spine.BusyPolicy) (*spine.Ticket, error) {
+	e.emit(Event{Kind: "owner.message", Label: "owner", Text: "→ " + channel + ":" + chatID + "  " + quote(text),
+		Data: map[string]any{"channel": channel, "chat_id": chatID, "content": text, "busy": busy.String()}})
+	return app.Scheduler.Submit(spine.TurnRequest{Origin: spine.OriginUser, Channel: channel, ChatID: chatID, Content: text, Busy: busy})
+}
+
+// turn plays one owner message on cli:direct and returns the reply.
+func (e *env) turn(ctx context.Context, app *gateway.App, text string) (string, error) {
+	t, err := e.say(app, "cli", "direct", text, spine.Append)
+	if err != nil {
+		return "", err
+	}
+	res, err := e.wait(ctx, "a reply", t)
+	if err != nil {
+		return "", err
+	}
+	if res.Err != nil {
+		return "", res.Err
+	}
+	return res.Reply, nil
+}
+
+func (e *env) close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), e.step)
+	defer cancel()
+	var errs []error
+	for i := len(e.closers) - 1; i >= 0; i-- {
+		if err := e.closers[i](ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// narrated wraps a scripted model so the timeline shows the agent loop from
+// the model's side: each tool call it asks for, each tool result it is fed,
+// and each injected owner message merged into its context. before, when
+// set, runs before call n (1-based) is answered — a stage direction such as
+// "the owner types while the model is thinking".
+type narrated struct {
+	inner  llm.Provider
+	e      *env
+	before func(n int, req llm.Request)
+
+	mu sync.Mutex
+	n  int
+}
+
+func (p *narrated) Name() string { return p.inner.Name() }
+
+func (p *narrated) Chat(ctx context.Context, req llm.Request) (*llm.Response, error) {
+	p.mu.Lock()
+	p.n++
+	n := p.n
+	p.mu.Unlock()
+	p.narrateInput(req)
+	if p.before != nil {
+		p.before(n, req)
+	}
+	resp, err := p.inner.Chat(ctx, req)
+	if err != nil {
+		return resp, err
+	}
+	for _, c := range resp.ToolCalls {
+		p.e.emit(Event{Kind: "model.tool_call", Label: "model", Text: "calls " + c.Name + " " + shortArgs(c.Arguments),
+			Data: map[string]any{"tool": c.Name, "arguments": c.Arguments}})
+	}
+	return resp, nil
+}
+
+// narrateInput reports what is new since the model last spoke: tool results
+// and owner messages merged mid-turn.
+func (p *narrated) narrateInput(req llm.Request) {
+	last := -1
+	for i, m := range req.Messages {
+		if m.Role == llm.RoleAssistant {
+			last = i
+		}
+	}
+	if last < 0 {
+		return
+	}
+	for _, m := range req.Messages[last+1:] {
+		switch m.Role {
+		case llm.RoleTool:
+			p.e.emit(Event{Kind: "tool.result", Label: "tool", Text: m.Name + " → " + firstLine(m.Content),
+				Data: map[string]any{"tool": m.Name, "result": m.Content}})
+		case llm.RoleUser:
+			p.e.emit(Event{Kind: "turn.inject_merged", Label: "agent", Text: "merged into the running turn: " + quote(m.Content),
+				Why:  "the turn drained its inject mailbox at the top of the next tool-loop iteration, so the model sees it before answering",
+				Data: map[string]any{"content": m.Content}})
+		}
+	}
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
+	if r := []rune(s); len(r) > 90 {
+		s = string(r[:87]) + "…"
+	}
+	return s
+}
+
+// shortArgs renders tool arguments as k=v pairs, long values shortened.
+func shortArgs(raw string) string {
+	var m map[string]any
+	if err := json.Unmarshal([]byte(raw), &m); err != nil {
+		return raw
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	var parts []string
+	for _, k := range keys {
+		v := fmt.Sprint(m[k])
+		if s, ok := m[k].(string); ok {
+			v = quote(s)
+			if r := []rune(s); len(r) > 40 {
+				v = quote(string(r[:37]) + "…")
+			}
+		}
+		parts = append(parts, k+"="+v)
+	}
+	return strings.Join(parts, " ")
+}
+
+// fmtDur prints 2m, 10m, 1h30m rather than Go's 2m0s.
+func fmtDur(d time.Duration) string {
+	s := strings.TrimSuffix(d.Round(time.Minute).String(), "0s")
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
