@@ -50,9 +50,19 @@ With -m, send one message, print the reply and exit (non-zero on failure).`,
 				app.Close(sctx)
 			}()
 			app.EnableAskUser(nil)
+			// Share the Sentinel's state (injects ride chat replies) without
+			// ticking: a gateway on the same data dir owns the tick loop.
+			if _, err := app.AttachSentinel(ctx); err != nil {
+				return err
+			}
 			const conv = "cli:direct"
 			if message != "" {
 				return oneShot(ctx, app, conv, message, cmd)
+			}
+			// Fire cron jobs addressed to this terminal; per-fire claims keep a
+			// gateway on the same data dir from firing them twice.
+			if err := app.StartCron(ctx, "cli"); err != nil {
+				return err
 			}
 			disp, err := app.NewDispatcher()
 			if err != nil {

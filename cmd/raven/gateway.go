@@ -63,15 +63,20 @@ One gateway per data dir; raven chat may run beside it.`,
 				return &exitError{code: 3, err: errors.New("gateway is not running")}
 			}
 			defer c.Close()
-			var st map[string]any
+			var st struct {
+				controlapi.StatusResult
+				Gateway gateway.Status `json:"gateway"`
+				Running bool           `json:"running"`
+			}
 			if err := c.Call(ctx, "gateway.status", nil, &st); err != nil {
 				return err
 			}
-			st["running"] = true
+			st.Running = true
 			if asJSON {
 				return printJSON(cmd.OutOrStdout(), st)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "gateway: running (pid %v, model %v, uptime %vs, channels %v)\n", st["pid"], st["model"], st["uptime_s"], st["channels"])
+			fmt.Fprintf(cmd.OutOrStdout(), "gateway: running (pid %d, version %s, up %s, model %s, channels %v, sentinel enabled: %v)\n",
+				st.PID, st.Version, (time.Duration(st.UptimeS) * time.Second).String(), st.Gateway.Model, st.Gateway.Channels, st.Gateway.SentinelEnabled)
 			return nil
 		},
 	}

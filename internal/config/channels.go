@@ -47,6 +47,9 @@ type TelegramConfig struct {
 	// is refused. An enabled channel with an empty list is a config error,
 	// so a forgotten list never opens the agent to strangers.
 	AllowFrom []int64 `json:"allow_from,omitempty"`
+	// APIURL overrides the Bot API base URL (default Telegram's), for a
+	// self-hosted Bot API server or a local fake in tests.
+	APIURL string `json:"api_url,omitempty"`
 }
 
 // EnvWebhookSecret and EnvTelegramToken name the environment variables that
@@ -112,6 +115,12 @@ func (c ChannelsConfig) validate() error {
 	}
 	if c.Telegram.Enabled && len(c.Telegram.AllowFrom) == 0 {
 		return &Error{Key: "channels.telegram.allow_from", Msg: "an enabled telegram channel needs at least one allowed user id"}
+	}
+	if u := c.Telegram.APIURL; u != "" {
+		pu, err := url.Parse(u)
+		if err != nil || (pu.Scheme != "http" && pu.Scheme != "https") || pu.Host == "" {
+			return &Error{Key: "channels.telegram.api_url", Msg: "want an absolute http(s) URL"}
+		}
 	}
 	for _, id := range c.Telegram.AllowFrom {
 		if id <= 0 {

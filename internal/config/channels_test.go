@@ -15,6 +15,8 @@ func TestChannelsValidate(t *testing.T) {
 		{"telegram needs allow list", func(c *ChannelsConfig) { c.Telegram.Enabled = true }, "channels.telegram.allow_from"},
 		{"telegram ids positive", func(c *ChannelsConfig) { c.Telegram.AllowFrom = []int64{-5} }, "channels.telegram.allow_from"},
 		{"telegram ok", func(c *ChannelsConfig) { c.Telegram.Enabled, c.Telegram.AllowFrom = true, []int64{42} }, ""},
+		{"telegram api url absolute", func(c *ChannelsConfig) { c.Telegram.APIURL = "localhost:8081" }, "channels.telegram.api_url"},
+		{"telegram api url ok", func(c *ChannelsConfig) { c.Telegram.APIURL = "http://127.0.0.1:8081" }, ""},
 		{"hook name", func(c *ChannelsConfig) { c.Webhook.Name = "../x" }, "channels.webhook.name"},
 		{"outbound url", func(c *ChannelsConfig) { c.Webhook.OutboundURL = "ftp://x" }, "channels.webhook.outbound_url"},
 		{"listen", func(c *ChannelsConfig) { c.Webhook.Enabled, c.Webhook.Listen = true, "8787" }, "channels.webhook.listen"},

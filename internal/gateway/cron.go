@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"time"
 
@@ -65,7 +66,8 @@ func (a *App) recordCronFire(ctx context.Context, topic, content string) error {
 		return err
 	}
 	if a.Sentinel.Feedback != nil {
-		return a.Sentinel.Feedback.RecordDispatched(ctx, feedback.Record{Topic: topic, Action: "cron", Source: feedback.SourceCron})
+		id := fmt.Sprintf("cron-%s-%d", topic, a.Clock.Now().UnixNano())
+		return a.Sentinel.Feedback.RecordDispatched(ctx, feedback.Record{NudgeID: id, Topic: topic, Action: "cron", Source: feedback.SourceCron})
 	}
 	return nil
 }

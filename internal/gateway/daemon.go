@@ -44,7 +44,6 @@ type Gateway struct {
 	Control   *controlapi.Server
 	Inbound   *channels.Dispatcher
 	attached  *attachments
-	started   time.Time
 }
 
 // Run is `raven gateway`: it takes the single-instance lock, starts every
@@ -141,7 +140,7 @@ func Start(ctx context.Context, o DaemonOptions) (*Gateway, error) {
 	if err != nil {
 		return nil, err
 	}
-	g := &Gateway{App: app, attached: newAttachments(), started: time.Now()}
+	g := &Gateway{App: app, attached: newAttachments()}
 	if err := g.wire(ctx, o); err != nil {
 		app.Close(context.Background())
 		return nil, err
@@ -220,12 +219,11 @@ func (g *Gateway) wire(ctx context.Context, o DaemonOptions) error {
 	}
 	a.Tools.Register(questions.NewQuestionTool(g.Questions))
 
-	// The proactive services.
-	var hooks []channels.Hook
-	if sys, err := a.StartSentinel(ctx); err != nil {
+	// The proactive services. The task-discovery pick consumer is an
+	// agent inbound hook (StartSentinel), so it runs once, for every surface.
+	sys, err := a.StartSentinel(ctx)
+	if err != nil {
 		return err
-	} else if sys != nil {
-		hooks = append(hooks, sys.Consumer.Hook)
 	}
 	if _, err := a.StartHeartbeat(); err != nil {
 		return err
@@ -233,10 +231,13 @@ func (g *Gateway) wire(ctx context.Context, o DaemonOptions) error {
 	if err := a.StartCron(ctx); err != nil {
 		return err
 	}
-	a.StartTriggers(nil, nil)
+	a.StartTriggers(
+		func(ctx context.Context) { sys.Runner.TickOnce(ctx) },
+		func(ctx context.Context) { sys.Runner.RunDiscovery(ctx) },
+	)
 
 	// Inbound dispatch shared by every channel and chat.send.
-	if g.Inbound, err = a.NewDispatcher(hooks...); err != nil {
+	if g.Inbound, err = a.NewDispatcher(); err != nil {
 		return err
 	}
 	a.Hub.Register(channels.TUIChannel, channels.NewTUI(func(ctx context.Context, m channels.ChatMessage) error {
@@ -313,13 +314,19 @@ func (g *Gateway) continueAnswer(ctx context.Context, conv, runID string, ans qu
 	return nil
 }
 
+// Status is the gateway's part of the gateway.status result.
+type Status struct {
+	DataDir         string   `json:"data_dir"`
+	Model           string   `json:"model"`
+	Channels        []string `json:"channels"`
+	SentinelEnabled bool     `json:"sentinel_enabled"`
+	UserBusy        bool     `json:"user_busy"`
+}
+
 func (g *Gateway) status(ctx context.Context) (any, error) {
 	a := g.App
-	return map[string]any{
-		"pid": os.Getpid(), "data_dir": a.Paths.Root, "model": providerName(a),
-		"uptime_s": int(time.Since(g.started).Seconds()), "channels": a.Hub.Channels(),
-		"sentinel_enabled": a.Config.Sentinel.Enabled, "connections": g.Control.ConnCount(),
-	}, nil
+	return Status{DataDir: a.Paths.Root, Model: providerName(a), Channels: a.Hub.Channels(),
+		SentinelEnabled: a.Config.Sentinel.Enabled, UserBusy: a.Scheduler.UserBusy()}, nil
 }
 
 // recordEvents appends the notable runtime events to the event log.
@@ -394,7 +401,7 @@ func (g *Gateway) startChannels(o DaemonOptions) error {
 	}
 	if tc := cc.Telegram; tc.Enabled {
 		tg, err := channels.NewTelegram(channels.TelegramOptions{Token: tc.EffectiveToken(os.Getenv), AllowFrom: tc.AllowFrom,
-			ServerURL: o.TelegramServerURL, Inbound: g.Inbound.Inbound, Clock: a.Clock, Log: a.Log.With("channel", "telegram")})
+			ServerURL: firstNonEmpty(o.TelegramServerURL, tc.APIURL), Inbound: g.Inbound.Inbound, Clock: a.Clock, Log: a.Log.With("channel", "telegram")})
 		if err != nil {
 			return err
 		}

@@ -9,6 +9,8 @@ import (
 	"github.com/raven-agent/raven/internal/llm"
 	"github.com/raven-agent/raven/internal/sentinel"
 	"github.com/raven-agent/raven/internal/sentinel/executor"
+	"github.com/raven-agent/raven/internal/session"
+	"github.com/raven-agent/raven/internal/spine"
 )
 
 // sentinelTargetWindow bounds how far back a nudge without a target looks
@@ -21,39 +23,17 @@ const sentinelTargetWindow = 7 * 24 * time.Hour
 // (with the defer loop) runs only when sentinel.enabled; it stops when ctx
 // ends or the App closes. Call it once, before the first turn.
 func (a *App) StartSentinel(ctx context.Context) (*sentinel.System, error) {
-	cfg := a.Config.Sentinel
-	provider, err := a.plannerProvider()
+	sys, err := a.AttachSentinel(ctx)
 	if err != nil {
 		return nil, err
 	}
-	sys, err := sentinel.NewSystem(sentinel.SystemOptions{
-		Paths: a.Paths, Config: cfg, Provider: provider,
-		Post:         a.Hub.Post,
-		Targets:      a.sentinelTargets,
-		Sessions:     a.Sessions.Active,
-		LastActivity: a.Sessions.LastActivity,
-		Spawn: func(ctx context.Context, task, channel, chatID string) error {
-			_, err := a.Subagents.Spawn(ctx, task, channel, chatID)
-			return err
-		},
-		Tool: func(ctx context.Context, name string, args json.RawMessage) (string, error) {
-			return a.Tools.Run(ctx, llm.ToolCall{Name: name, Arguments: string(args)})
-		},
-		Clock: a.Clock, Logger: a.Log,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("gateway: sentinel: %w", err)
-	}
-	a.Agent.AddResponseModifier(sys.Injector.Modify)
-	a.Agent.AddInboundHook(sys.Consumer.Hook)
-	a.Tools.Register(sys.FeedbackTool())
-	a.Sentinel = sys
+	cfg := a.Config.Sentinel
+	// The loop (ticks plus the defer loop) lives as long as both the
+	// caller's ctx and the App.
 	if !cfg.Enabled {
 		a.Log.Info("sentinel: off (sentinel.enabled=false); queued injects, menus and feedback still work")
 		return sys, nil
 	}
-	// The loop (ticks plus the defer loop) lives as long as both the
-	// caller's ctx and the App.
 	a.Go("sentinel", func(appCtx context.Context) error {
 		runCtx, cancel := context.WithCancel(ctx)
 		defer cancel()
@@ -65,6 +45,42 @@ func (a *App) StartSentinel(ctx context.Context) (*sentinel.System, error) {
 		return nil
 	})
 	a.Log.Info("sentinel: started", "interval", cfg.Interval.D().String())
+	return sys, nil
+}
+
+// AttachSentinel builds the Sentinel and plugs it into the agent loop
+// without starting its tick loop: the injector as a response modifier, the
+// discovery-menu consumer as a user-inbound hook, the nudge_feedback tool.
+// `raven chat` uses it beside a gateway, which owns the loop; both share
+// the one locked state file, so neither loses nor double-consumes an inject.
+func (a *App) AttachSentinel(ctx context.Context) (*sentinel.System, error) {
+	provider, err := a.plannerProvider()
+	if err != nil {
+		return nil, err
+	}
+	sys, err := sentinel.NewSystem(sentinel.SystemOptions{
+		Paths: a.Paths, Config: a.Config.Sentinel, Provider: provider,
+		Post:         a.Hub.Post,
+		Targets:      a.sentinelTargets,
+		Sessions:     a.Sessions.Active,
+		LastActivity: a.Sessions.LastActivity,
+		Spawn: func(ctx context.Context, task, channel, chatID string) error {
+			_, err := a.Subagents.Spawn(ctx, task, channel, chatID)
+			return err
+		},
+		Tool: func(ctx context.Context, name string, args json.RawMessage) (string, error) {
+			return a.Tools.Run(ctx, llm.ToolCall{Name: name, Arguments: string(args)})
+		},
+		OnDelivered: a.rememberNudge,
+		Clock:       a.Clock, Logger: a.Log,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("gateway: sentinel: %w", err)
+	}
+	a.Agent.AddResponseModifier(sys.Injector.Modify)
+	a.Agent.AddInboundHook(sys.Consumer.Hook)
+	a.Tools.Register(sys.FeedbackTool())
+	a.Sentinel = sys
 	return sys, nil
 }
 
@@ -104,4 +120,21 @@ func (a *App) sentinelTargets(session string) []executor.Target {
 		}
 	}
 	return nil
+}
+
+// rememberNudge writes a delivered nudge into its conversation's session, so
+// the agent sees what it said unprompted — and the nudge id it needs to call
+// nudge_feedback when the owner reacts ("stop reminding me").
+func (a *App) rememberNudge(ctx context.Context, d executor.Delivery) {
+	ch, id, ok := spine.SplitConversationKey(d.Session)
+	if !ok || d.NudgeID == "" {
+		return
+	}
+	e := session.Entry{
+		Message:      llm.Message{Role: llm.RoleAssistant, Content: fmt.Sprintf("[proactive %s, nudge_id=%s] %s", d.Action, d.NudgeID, d.Content)},
+		Conversation: d.Session, Channel: ch, ChatID: id, Origin: string(spine.OriginSentinel), At: a.Clock.Now(),
+	}
+	if err := a.Sessions.Append(context.WithoutCancel(ctx), e); err != nil {
+		a.Log.Warn("sentinel: nudge not recorded in session", "session", d.Session, "err", err)
+	}
 }

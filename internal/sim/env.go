@@ -253,6 +253,9 @@ type narrated struct {
 	inner  llm.Provider
 	e      *env
 	before func(n int, req llm.Request)
+	// full names tools whose results are shown whole: for ask_user the
+	// second line (what the owner chose, or that nobody answered) is the point.
+	full map[string]bool
 
 	mu sync.Mutex
 	n  int
@@ -274,7 +277,7 @@ func (p *narrated) Chat(ctx context.Context, req llm.Request) (*llm.Response, er
 		return resp, err
 	}
 	for _, c := range resp.ToolCalls {
-		p.e.emit(Event{Kind: "model.tool_call", Label: "model", Text: "calls " + c.Name + " " + shortArgs(c.Arguments),
+		p.e.emit(Event{Kind: "model.tool_call", Label: "model", Text: "calls " + c.Name + " " + callArgs(c),
 			Data: map[string]any{"tool": c.Name, "arguments": c.Arguments}})
 	}
 	return resp, nil
@@ -295,7 +298,11 @@ func (p *narrated) narrateInput(req llm.Request) {
 	for _, m := range req.Messages[last+1:] {
 		switch m.Role {
 		case llm.RoleTool:
-			p.e.emit(Event{Kind: "tool.result", Label: "tool", Text: m.Name + " → " + firstLine(m.Content),
+			text := firstLine(m.Content)
+			if p.full[m.Name] {
+				text = strings.TrimSpace(m.Content)
+			}
+			p.e.emit(Event{Kind: "tool.result", Label: "tool", Text: m.Name + " → " + text,
 				Data: map[string]any{"tool": m.Name, "result": m.Content}})
 		case llm.RoleUser:
 			p.e.emit(Event{Kind: "turn.inject_merged", Label: "agent", Text: "merged into the running turn: " + quote(m.Content),
@@ -311,6 +318,16 @@ func firstLine(s string) string {
 		s = string(r[:87]) + "…"
 	}
 	return s
+}
+
+// callArgs renders a tool call's arguments for the timeline.
+func callArgs(c llm.ToolCall) string {
+	if c.Name == "ask_user" {
+		if s, ok := askUserArgs(c.Arguments); ok {
+			return s
+		}
+	}
+	return shortArgs(c.Arguments)
 }
 
 // shortArgs renders tool arguments as k=v pairs, long values shortened.

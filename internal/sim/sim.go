@@ -41,9 +41,7 @@ type section struct {
 }
 
 func sections() []section {
-	// ask_user (questions broker) and the webhook round trip join when their
-	// packages settle; until then they print nothing rather than a fake.
-	return []section{foundationSection, sentinelSection, cronSection}
+	return []section{foundationSection, sentinelSection, cronSection, askUserSection, webhookSection}
 }
 
 // SectionNames lists the sections in running order.

@@ -85,7 +85,9 @@ type item struct {
 // lane is the serial queue of one conversation. It exists only while it has
 // work, so idle conversations cost nothing.
 type lane struct {
-	key     string
+	key string
+	// active is set while a goroutine serves the lane; exactly one may.
+	active  bool
 	queue   []*item
 	running *item
 	cancel  context.CancelCauseFunc
@@ -194,7 +196,8 @@ func (s *Scheduler) Submit(req TurnRequest) (*Ticket, error) {
 		}
 	}
 	l.queue = append(l.queue, it)
-	if len(l.queue) == 1 && l.running == nil {
+	if !l.active {
+		l.active = true
 		s.wg.Add(1)
 		go s.runLane(l)
 	}
@@ -261,6 +264,7 @@ func (s *Scheduler) runLane(l *lane) {
 	for {
 		s.mu.Lock()
 		if len(l.queue) == 0 {
+			l.active = false
 			delete(s.lanes, l.key)
 			s.mu.Unlock()
 			return
@@ -315,7 +319,11 @@ func (s *Scheduler) runTurn(ctx context.Context, l *lane, it *item) Result {
 	reply, err := s.handler(ctx, &Turn{Request: it.req, s: s, l: l})
 	res := Result{Reply: reply, Err: err}
 	if err != nil {
-		s.log.Warn("turn failed", "conversation", l.key, "origin", it.req.Origin, "err", err)
+		lvl := slog.LevelWarn
+		if c := context.Cause(ctx); errors.Is(c, ErrCancelled) || errors.Is(c, ErrInterrupted) {
+			lvl = slog.LevelInfo // the owner asked for it
+		}
+		s.log.Log(context.WithoutCancel(ctx), lvl, "turn ended early", "conversation", l.key, "origin", it.req.Origin, "err", err)
 		return res
 	}
 	if reply != "" && s.hub != nil {
