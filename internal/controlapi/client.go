@@ -139,6 +139,25 @@ func (c *Client) Call(ctx context.Context, method string, params, result any) er
 		c.mu.Unlock()
 	}()
 	if err := c.write(ctx, append(b, '\n')); err != nil {
+		// A server that refused us (too many connections) writes its
+		// reason and closes before reading; prefer that reason to EPIPE.
+		t := time.NewTimer(200 * time.Millisecond)
+		defer t.Stop()
+		select {
+		case resp := <-ch:
+			if resp.Error != nil {
+				return resp.Error
+			}
+		case <-c.done:
+			select {
+			case resp := <-ch:
+				if resp.Error != nil {
+					return resp.Error
+				}
+			default:
+			}
+		case <-t.C:
+		}
 		return err
 	}
 	select {

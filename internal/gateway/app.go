@@ -64,6 +64,10 @@ type App struct {
 	// even when disabled, so cron fires still reach the shared ledger).
 	Sentinel *sentinel.System
 
+	// emit records a notable event (the gateway's event log); a no-op
+	// until SetEventSink.
+	emit func(kind, conversation string, payload any)
+
 	ctx     context.Context
 	cancel  context.CancelFunc
 	bg      sync.WaitGroup
@@ -80,7 +84,7 @@ func New(ctx context.Context, o Options) (*App, error) {
 	if o.Clock == nil {
 		o.Clock = clock.Real()
 	}
-	a := &App{Paths: o.Paths, Config: o.Config, Log: o.Logger, Clock: o.Clock}
+	a := &App{Paths: o.Paths, Config: o.Config, Log: o.Logger, Clock: o.Clock, emit: func(string, string, any) {}}
 	a.ctx, a.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	ok := false
 	defer func() {
@@ -165,6 +169,10 @@ func (a *App) registerBuiltinTools() error {
 	a.Tools.Register(tools.Spawn{Spawn: a.Subagents.Spawn})
 	return nil
 }
+
+// SetEventSink routes the runtime's notable events (sentinel ticks, policy
+// denials, cron fires) to sink. Call before starting the services.
+func (a *App) SetEventSink(sink func(kind, conversation string, payload any)) { a.emit = sink }
 
 // OnTurnStart registers an observer of starting turns. Register before the
 // first Submit.

@@ -26,6 +26,7 @@ func (a *App) StartCron(ctx context.Context, channels ...string) error {
 		LastChatID: func(ch string) (string, bool) { return a.Sessions.LastChatID(a.ctx, ch) },
 		RecordFire: a.recordCronFire,
 		OnFired: func(jobID string) {
+			a.emit("cron.fired", "cron:"+jobID, map[string]any{"job_id": jobID})
 			if a.Wake != nil {
 				a.Wake.RequestWakeNow("cron " + jobID + " fired")
 			}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/raven-agent/raven/internal/auth"
 	"github.com/raven-agent/raven/internal/channels"
+	"github.com/raven-agent/raven/internal/clock"
 	"github.com/raven-agent/raven/internal/controlapi"
 	"github.com/raven-agent/raven/internal/eventlog"
 	"github.com/raven-agent/raven/internal/questions"
@@ -337,6 +338,19 @@ func (g *Gateway) recordEvents() {
 			a.Log.Warn("event not recorded", "kind", kind, "err", err)
 		}
 	}
+	a.SetEventSink(emit)
+	// Age-based retention must hold on an idle gateway too, not only
+	// every few hundred appends.
+	a.Go("events-prune", func(ctx context.Context) error {
+		for {
+			if err := clock.Sleep(ctx, a.Clock, time.Hour); err != nil {
+				return nil
+			}
+			if _, err := g.Events.Prune(ctx); err != nil && ctx.Err() == nil {
+				a.Log.Warn("event log prune failed", "err", err)
+			}
+		}
+	})
 	a.OnTurnStart(func(r spine.TurnRequest) {
 		emit("turn.started", r.Conversation(), map[string]any{"origin": r.Origin, "channel": r.Channel})
 	})

@@ -72,7 +72,13 @@ func (a *App) AttachSentinel(ctx context.Context) (*sentinel.System, error) {
 			return a.Tools.Run(ctx, llm.ToolCall{Name: name, Arguments: string(args)})
 		},
 		OnDelivered: a.rememberNudge,
-		Clock:       a.Clock, Logger: a.Log,
+		OnTick: func(rec sentinel.TickRecord) {
+			a.emit("sentinel.tick", rec.Target, rec)
+			if rec.Allowed != nil && !*rec.Allowed {
+				a.emit("policy.denied", rec.Target, map[string]any{"layer": rec.Layer, "reason": rec.VerdictReason, "action": rec.Action})
+			}
+		},
+		Clock: a.Clock, Logger: a.Log,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("gateway: sentinel: %w", err)

@@ -95,6 +95,9 @@ type RunnerOptions struct {
 
 	// TickLogPath is sentinel/ticks.jsonl; empty disables the tick log.
 	TickLogPath string
+	// OnTick observes every tick's record (the gateway's event log). It
+	// must not block.
+	OnTick func(TickRecord)
 
 	Interval time.Duration // default 1800s
 	DedupTTL time.Duration // default 2h

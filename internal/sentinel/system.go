@@ -48,6 +48,8 @@ type SystemOptions struct {
 	Feedback *feedback.Tracker
 	// OnDelivered observes each delivery after it was recorded.
 	OnDelivered executor.DeliveredFunc
+	// OnTick observes every tick's record (decision, route, verdict).
+	OnTick func(TickRecord)
 
 	Clock  clock.Clock
 	Logger *slog.Logger
@@ -160,7 +162,7 @@ func NewSystem(o SystemOptions) (*System, error) {
 		TrimFeedback: func(ctx context.Context) error { _, err := s.Feedback.MaybeTrim(ctx); return err },
 		Refresh:      refresh,
 		Discover:     discover, DiscoveryHour: cfg.DiscoveryHour, Triggers: o.Triggers, TriggerInterval: cfg.TriggerPoll.D(),
-		TickLogPath: o.Paths.TickLog(), Interval: cfg.Interval.D(), DedupTTL: cfg.DedupTTL.D(), Clock: o.Clock, Logger: log,
+		TickLogPath: o.Paths.TickLog(), OnTick: o.OnTick, Interval: cfg.Interval.D(), DedupTTL: cfg.DedupTTL.D(), Clock: o.Clock, Logger: log,
 	})
 	if err != nil {
 		return nil, err

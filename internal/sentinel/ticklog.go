@@ -62,11 +62,14 @@ func firstNonEmpty(s ...string) string {
 const tickLogMax = 4 << 20
 
 func (r *Runner) logTick(out TickOutcome) {
-	if r.o.TickLogPath == "" {
-		return
-	}
 	if out.Decision.At.IsZero() {
 		out.Decision.At = r.clk.Now()
+	}
+	if r.o.OnTick != nil {
+		r.o.OnTick(out.Record())
+	}
+	if r.o.TickLogPath == "" {
+		return
 	}
 	if err := AppendTick(r.o.TickLogPath, out.Record()); err != nil {
 		r.log.Warn("sentinel: tick log append failed", "path", r.o.TickLogPath, "err", err)

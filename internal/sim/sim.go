@@ -87,8 +87,9 @@ func Run(ctx context.Context, w io.Writer, o Options) ([]Event, error) {
 	tl := newTimeline(w, o.JSON)
 	if !o.JSON {
 		tl.printf("Raven demo — one scripted day on a virtual clock.\n")
-		tl.printf("Every model reply comes from a script (no model, no network); everything else is\n")
-		tl.printf("Raven's real runtime: spine, agent loop, tools, Sentinel, cron, heartbeat, channels.\n")
+		tl.printf("Every model reply comes from a script (no model; nothing leaves the machine); everything\n")
+		tl.printf("else is Raven's real runtime: spine, agent loop, tools, Sentinel, cron, heartbeat,\n")
+		tl.printf("the ask_user broker, channels (the webhook on 127.0.0.1 only).\n")
 		tl.printf("Legend: → message delivered   ⚑ Raven reached out on its own   ↳ why it happened\n")
 		if o.Keep {
 			tl.printf("Data dir (kept): %s\n", root)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -52,6 +53,28 @@ func TestDemoShowsEveryPath(t *testing.T) {
 		{"cron", `job "water" disabled: auto-decay: 3 fires`},
 		{"cron", "requests coalesced into one heartbeat run"},
 		{"cron", "no model call"},
+		{"ask_user", "calls ask_user “Where shall I book Friday dinner with Sam?”"},
+		{"ask_user", `clarify.request → TUI clients of telegram:owner-phone {"question":"Where shall I book Friday dinner with Sam?"`},
+		{"ask_user", `"recommended":"Luigi's, Italian, 19:30","timeout_s":600,"index":0,"total":1,"batch":"`},
+		{"ask_user", "→ telegram:owner-phone “[Dinner] Question: Where shall I book Friday dinner with Sam?"},
+		{"ask_user", "1. Luigi's, Italian, 19:30 (recommended) 2. Sakura, Japanese, 20:00"},
+		{"ask_user", "owner → telegram:owner-phone “2”"},
+		{"ask_user", "answered: a question is pending on telegram:owner-phone → this message is its answer; no new turn"},
+		{"ask_user", "ask_user → Where shall I book Friday dinner with Sam? Owner chose: Sakura, Japanese, 20:00"},
+		{"ask_user", "→ telegram:owner-phone “Sakura it is"},
+		{"ask_user", "The owner did not answer within 10 min. No option was chosen; do not assume the recommended one."},
+		{"ask_user", "→ tui:laptop “You didn't answer"},
+		{"ask_user", "refused: questions: expired: the question on tui:laptop is no longer waiting for an answer"},
+		{"webhook", "phone POST http://127.0.0.1:"},
+		{"webhook", "202 Accepted"},
+		{"webhook", "appended: no turn running on webhook:shortcut"},
+		{"webhook", "write_file → wrote"},
+		{"webhook", `{"chat_id":"shortcut","text":"Added oat milk and coffee beans to notes/shopping.md.","origin":"user","proactive":false,"reply":true}`},
+		{"webhook", "channels.Verify: signature valid"},
+		{"webhook", `401 Unauthorized {"error":"webhook: signature does not match"}`},
+		{"webhook", `401 Unauthorized {"error":"webhook: signature timestamp outside the window"}`},
+		{"webhook", `409 Conflict {"error":"webhook: request already seen"}`},
+		{"webhook", "4 requests, 1 reached the dispatcher"},
 	} {
 		if !strings.Contains(flat, norm(want.text)) {
 			t.Errorf("section %s: output lacks %q", want.section, want.text)
@@ -65,6 +88,7 @@ func TestDemoShowsEveryPath(t *testing.T) {
 		"foundation/spine.inject_result", "foundation/turn.inject_merged", "foundation/subagent.spawned",
 		"sentinel/sentinel.injected", "sentinel/sentinel.defer_dispatch", "sentinel/policy.multiplier",
 		"cron/cron.decayed", "cron/wake.fired", "cron/heartbeat.tick",
+		"ask_user/clarify.request", "ask_user/clarify.expired", "webhook/webhook.outbound",
 	} {
 		if kinds[k] == 0 {
 			t.Errorf("no %s event", k)
@@ -73,8 +97,39 @@ func TestDemoShowsEveryPath(t *testing.T) {
 	if kinds["sentinel/sentinel.feedback"] != 5 {
 		t.Errorf("feedback events = %d, want 5", kinds["sentinel/sentinel.feedback"])
 	}
+	checkAskUserAndWebhook(t, events)
 	if t.Failed() {
 		t.Logf("output:\n%s", out)
+	}
+}
+
+// checkAskUserAndWebhook asserts on the recorded data, not only the text:
+// the statuses really returned and the payload really emitted.
+func checkAskUserAndWebhook(t *testing.T, events []Event) {
+	t.Helper()
+	var statuses []int
+	var dispatch []string
+	for _, e := range events {
+		switch e.Section + "/" + e.Kind {
+		case "webhook/webhook.response":
+			statuses = append(statuses, e.Data["status"].(int))
+		case "ask_user/inbound.dispatch":
+			dispatch = append(dispatch, e.Data["outcome"].(string))
+		case "ask_user/delivery":
+			if strings.Contains(e.Text, "[Boiler]") {
+				t.Errorf("the tui question was posted as text: %s", e.Text)
+			}
+		case "webhook/webhook.outbound":
+			if e.Data["verified"] != true {
+				t.Errorf("outbound webhook not verified: %+v", e.Data)
+			}
+		}
+	}
+	if want := []int{202, 401, 401, 409}; !slices.Equal(statuses, want) {
+		t.Errorf("webhook statuses = %v, want %v", statuses, want)
+	}
+	if want := []string{"appended", "answered", "appended"}; !slices.Equal(dispatch, want) {
+		t.Errorf("ask_user dispatch outcomes = %v, want %v", dispatch, want)
 	}
 }
 

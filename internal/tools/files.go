@@ -176,4 +176,3 @@ func unwrapPathErr(err error) error {
 	}
 	return err
 }
-
