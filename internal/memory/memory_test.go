@@ -108,3 +108,16 @@ func BenchmarkReadTail(b *testing.B) {
 		})
 	}
 }
+
+func TestTailAndHeadKeepRunesWhole(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "f.md")
+	os.WriteFile(p, []byte("ééééé"), 0o600) // 10 bytes, no newline
+	tail, err := TailBytes(p, 5)            // starts inside an é
+	if err != nil || string(tail) != "éé" {
+		t.Fatalf("tail = %q, %v; want whole runes", tail, err)
+	}
+	head, err := HeadBytes(p, 5) // ends inside an é
+	if err != nil || string(head) != "éé" {
+		t.Fatalf("head = %q, %v; want whole runes", head, err)
+	}
+}

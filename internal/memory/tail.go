@@ -8,59 +8,92 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"unicode/utf8"
 )
 
-// ReadTail returns at most maxBytes from the end of the file at path,
-// starting at a line boundary. It seeks from the end, so its cost does not
-// grow with the file's size. A missing file yields "".
+// ReadTail is TailBytes as a string.
 func ReadTail(path string, maxBytes int) (string, error) {
-	if maxBytes <= 0 {
-		return "", nil
+	b, err := TailBytes(path, maxBytes)
+	return string(b), err
+}
+
+// ReadBounded reads an owner-edited file up to maxBytes (cut on a rune
+// boundary). A missing file yields "".
+func ReadBounded(path string, maxBytes int64) (string, error) {
+	b, err := HeadBytes(path, int(maxBytes))
+	return string(b), err
+}
+
+// TailBytes returns at most n bytes from the end of path, starting at a line
+// boundary when the file is longer than n. It seeks from the end, so the
+// cost is independent of the file's size. A missing file is an empty tail.
+func TailBytes(path string, n int) ([]byte, error) {
+	if n <= 0 {
+		return nil, nil
 	}
 	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return "", nil
+		return nil, nil
 	}
 	if err != nil {
-		return "", fmt.Errorf("memory: tail %s: %w", path, err)
+		return nil, fmt.Errorf("memory: open %s: %w", path, err)
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		return "", fmt.Errorf("memory: tail %s: %w", path, err)
+		return nil, fmt.Errorf("memory: stat %s: %w", path, err)
 	}
 	size := st.Size()
-	start := size - int64(maxBytes)
-	if start < 0 {
-		start = 0
+	off := max(size-int64(n), 0)
+	buf := make([]byte, size-off)
+	m, err := f.ReadAt(buf, off)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("memory: read tail of %s: %w", path, err)
 	}
-	buf := make([]byte, size-start)
-	if _, err := f.ReadAt(buf, start); err != nil && !errors.Is(err, io.EOF) {
-		return "", fmt.Errorf("memory: tail %s: %w", path, err)
-	}
-	if start > 0 {
-		// Drop the partial first line so the tail starts cleanly.
+	buf = buf[:m]
+	if off > 0 {
+		// Drop the partial first line; with no newline at all keep the
+		// bytes but start on a rune boundary.
 		if i := bytes.IndexByte(buf, '\n'); i >= 0 {
 			buf = buf[i+1:]
+		} else {
+			for len(buf) > 0 && !utf8.RuneStart(buf[0]) {
+				buf = buf[1:]
+			}
 		}
 	}
-	return string(buf), nil
+	return buf, nil
 }
 
-// ReadBounded reads a whole owner-edited file up to maxBytes; longer files
-// are truncated at maxBytes. A missing file yields "".
-func ReadBounded(path string, maxBytes int64) (string, error) {
+// HeadBytes returns at most n bytes from the start of path (cut at a rune
+// boundary). A missing file is empty.
+func HeadBytes(path string, n int) ([]byte, error) {
+	if n <= 0 {
+		return nil, nil
+	}
 	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return "", nil
+		return nil, nil
 	}
 	if err != nil {
-		return "", fmt.Errorf("memory: read %s: %w", path, err)
+		return nil, fmt.Errorf("memory: open %s: %w", path, err)
 	}
 	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxBytes))
-	if err != nil {
-		return "", fmt.Errorf("memory: read %s: %w", path, err)
+	buf := make([]byte, n)
+	m, err := io.ReadFull(f, buf)
+	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
+		return nil, fmt.Errorf("memory: read %s: %w", path, err)
 	}
-	return string(b), nil
+	buf = buf[:m]
+	if m == n {
+		for i := len(buf) - 1; i >= 0 && i >= len(buf)-utf8.UTFMax; i-- {
+			if utf8.RuneStart(buf[i]) {
+				if !utf8.FullRune(buf[i:]) {
+					buf = buf[:i]
+				}
+				break
+			}
+		}
+	}
+	return buf, nil
 }

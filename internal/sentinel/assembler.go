@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/raven-agent/raven/internal/clock"
+	"github.com/raven-agent/raven/internal/memory"
 	"github.com/raven-agent/raven/internal/sentinel/policy"
 )
 
@@ -113,14 +114,14 @@ func (a *Assembler) Assemble(ctx context.Context) PlannerContext {
 	}
 
 	if a.o.MemoryPath != "" {
-		if b, err := ReadHead(a.o.MemoryPath, a.o.MemoryMaxBytes); err != nil {
+		if b, err := memory.HeadBytes(a.o.MemoryPath, a.o.MemoryMaxBytes); err != nil {
 			degrade("memory_md", err)
 		} else {
 			pc.MemoryMD = string(b)
 		}
 	}
 	if a.o.HistoryPath != "" {
-		if b, err := ReadTail(a.o.HistoryPath, a.o.HistoryTailBytes); err != nil {
+		if b, err := memory.TailBytes(a.o.HistoryPath, a.o.HistoryTailBytes); err != nil {
 			degrade("history_md_recent", err)
 		} else {
 			pc.HistoryMDRecent = string(b)
@@ -164,14 +165,14 @@ func (a *Assembler) Assemble(ctx context.Context) PlannerContext {
 		}
 	})
 	if a.o.AttentionPath != "" && len(a.o.AttentionSections) > 0 {
-		if b, err := ReadHead(a.o.AttentionPath, attentionMaxBytes); err != nil {
+		if b, err := memory.HeadBytes(a.o.AttentionPath, attentionMaxBytes); err != nil {
 			degrade("attention_md", err)
 		} else {
 			pc.AttentionMD = SelectSections(string(b), a.o.AttentionSections)
 		}
 	}
 	if a.o.BehaviorsPath != "" {
-		if b, err := ReadTail(a.o.BehaviorsPath, a.o.BehaviorsTailBytes); err != nil {
+		if b, err := memory.TailBytes(a.o.BehaviorsPath, a.o.BehaviorsTailBytes); err != nil {
 			degrade("behaviors_recent", err)
 		} else {
 			pc.BehaviorsRecent = FoldBehaviors(b, a.o.BehaviorsLines)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/raven-agent/raven/internal/memory"
 	"os"
 	"path/filepath"
 	"time"
@@ -107,7 +108,7 @@ func ReadTicks(path string, n int) ([]TickRecord, error) {
 	if n <= 0 {
 		return nil, nil
 	}
-	tail, err := ReadTail(path, min(n*4096, 16<<20))
+	tail, err := memory.TailBytes(path, min(n*4096, 16<<20))
 	if err != nil {
 		return nil, err
 	}

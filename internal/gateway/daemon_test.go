@@ -1,0 +1,91 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"net"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/raven-agent/raven/internal/config"
+	"github.com/raven-agent/raven/internal/controlapi"
+	"github.com/raven-agent/raven/internal/llm"
+)
+
+// An in-process gateway with every channel on, the control API served and a
+// turn run end to end leaves no goroutine behind once Shutdown returns.
+func TestStartShutdownLeavesNoGoroutine(t *testing.T) {
+	// Registered first so it runs last, after the fakes' cleanups closed them.
+	t.Cleanup(func() { goleak.VerifyNone(t) })
+	p, err := config.NewPaths(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	bot := newFakeBotAPI(t)
+	recv, got := webhookReceiver(t)
+	cfg := config.Default()
+	cfg.Channels.Webhook.Enabled = true
+	cfg.Channels.Webhook.Listen = "127.0.0.1:0"
+	cfg.Channels.Webhook.Secret = "s3cret"
+	cfg.Channels.Webhook.OutboundURL = recv.URL
+	cfg.Channels.Telegram.Enabled = true
+	cfg.Channels.Telegram.Token = fakeBotToken
+	cfg.Channels.Telegram.AllowFrom = []int64{42}
+	cfg.Channels.Telegram.APIURL = bot.srv.URL
+	cfg.Heartbeat.Enabled = true
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+
+	ctx := context.Background()
+	g, err := Start(ctx, DaemonOptions{Options: Options{Paths: p, Config: cfg,
+		Provider: llm.NewScripted([]llm.Turn{{Content: "tui reply"}, {Content: "telegram reply"}})}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	shut := false
+	defer func() {
+		if !shut {
+			g.Shutdown(ctx)
+		}
+	}()
+	sock := filepath.Join(p.Root, "t.sock")
+	ln, err := controlapi.ListenUnix(sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	serveCtx, stopServe := context.WithCancel(ctx)
+	served := make(chan error, 1)
+	go func() { served <- g.Control.Serve(serveCtx, ln) }()
+
+	c := dialToken(t, sock, operatorToken(t, p.Root))
+	call(t, c, "chat.attach", map[string]any{"conversation": "tui:main"}, nil)
+	call(t, c, "chat.send", map[string]any{"conversation": "tui:main", "text": "hi"}, nil)
+	if m := nextChatMessage(t, c); m.Content != "tui reply" {
+		t.Fatalf("chat.message %+v", m)
+	}
+	bot.push(42, 42, "hello")
+	if s := bot.next(t); s.Text != "telegram reply" {
+		t.Fatalf("telegram send %+v", s)
+	}
+	c.Close()
+
+	stopServe()
+	if err := <-served; err != nil && !errors.Is(err, net.ErrClosed) && !errors.Is(err, context.Canceled) {
+		t.Errorf("Serve: %v", err)
+	}
+	sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	shut = true
+	if err := g.Shutdown(sctx); err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
+	select {
+	case d := <-got:
+		t.Errorf("unexpected webhook delivery %s", d.body)
+	default:
+	}
+}
