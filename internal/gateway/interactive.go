@@ -32,12 +32,16 @@ func (a *App) NewDispatcher(hooks ...channels.Hook) (*channels.Dispatcher, error
 		Hooks: hooks, Log: a.Log.With("component", "inbound"),
 	}
 	if b := a.Broker; b != nil {
-		d.PendingQuestion = b.PendingFor
+		// A reply that arrives after the question timed out is told so once,
+		// then handled as an ordinary message.
+		d.PendingQuestion = func(conv string) bool { return b.PendingFor(conv) || b.ExpiredUnanswered(conv) }
 		d.AnswerQuestion = func(conv, text string) bool {
 			err := b.ReplyText(conv, text)
 			if errors.Is(err, questions.ErrExpired) {
+				b.ForgetExpired(conv)
 				ch, id, _ := spine.SplitConversationKey(conv)
-				a.Hub.Post(a.ctx, spine.Message{Channel: ch, ChatID: id, Content: "That question has expired; treating your message as a new one."})
+				a.Hub.Post(a.ctx, spine.Message{Channel: ch, ChatID: id,
+					Content: "That question expired before your answer arrived; treating your message as a new one."})
 			}
 			return err == nil
 		}

@@ -68,6 +68,9 @@ type pendingAsk struct {
 type closedMark struct {
 	batch string
 	at    time.Time
+	// unanswered is set when the call ended without the owner's answer
+	// (timeout), so a late reply on a chat channel can be told so.
+	unanswered bool
 }
 
 // NewBroker returns a broker.
@@ -180,6 +183,32 @@ func (b *Broker) resolve(conv string, p *pendingAsk, st AnswerStatus) {
 		delete(b.pending, conv)
 	}
 	b.rememberLocked(conv, p.batch)
+	if st == AnswerTimeout {
+		m := b.closed[conv]
+		m.unanswered = true
+		b.closed[conv] = m
+	}
+}
+
+// ExpiredUnanswered reports whether conv's last question timed out without
+// an answer recently, so the next channel message there may be a late
+// answer that deserves to be told it expired.
+func (b *Broker) ExpiredUnanswered(conv string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	m, ok := b.closed[conv]
+	return ok && m.unanswered && b.pending[conv] == nil && b.clk.Now().Sub(m.at) <= closedMemory
+}
+
+// ForgetExpired drops conv's memory of an expired question once the late
+// reply was told, so later messages are ordinary again.
+func (b *Broker) ForgetExpired(conv string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if m, ok := b.closed[conv]; ok && m.unanswered {
+		m.unanswered = false
+		b.closed[conv] = m
+	}
 }
 
 func (b *Broker) remember(conv, batch string) {

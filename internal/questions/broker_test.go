@@ -220,6 +220,15 @@ func TestLateAnswerExpired(t *testing.T) {
 	wantCode(t, err, CodeExpired)
 	wantCode(t, h.b.ReplyText("telegram:42", "1"), CodeExpired)
 	wantCode(t, h.b.ReplyText("telegram:99", "1"), CodeNotFound)
+	// The channel route asks whether the next message may be a late answer:
+	// yes once, until the late reply was told.
+	if !h.b.ExpiredUnanswered("telegram:42") || h.b.ExpiredUnanswered("telegram:99") {
+		t.Fatal("ExpiredUnanswered does not track the timed-out question")
+	}
+	h.b.ForgetExpired("telegram:42")
+	if h.b.ExpiredUnanswered("telegram:42") {
+		t.Fatal("ExpiredUnanswered still true after ForgetExpired")
+	}
 	// A reply aimed at the old call never answers a newer one.
 	res2 := h.askAsync(context.Background(), "telegram:42", threeQs[:1], time.Minute)
 	h.next(t)
