@@ -77,7 +77,7 @@ func newCronAddCmd(g *globals) *cobra.Command {
 		Use:   "add --name N --message M (--every 30m | --cron EXPR [--tz ZONE] | --at RFC3339)",
 		Short: "Add a job and print its id",
 		Long: "Add a job. Exactly one schedule: --every (duration, at least 1s), --cron (5 fields, " +
-			"evaluated in --tz, default UTC) or --at (one-shot RFC 3339, in the future).\n" +
+			"evaluated in --tz, default the machine's zone, stored by name) or --at (one-shot RFC 3339, in the future).\n" +
 			"--deliver sends the result to --channel (default cli, which expands to the attached " +
 			"surface and channels.forward) and --to (default: the channel's latest chat); " +
 			"--broadcast sends to every owner channel; --silent runs without messaging.",
@@ -86,6 +86,10 @@ func newCronAddCmd(g *globals) *cobra.Command {
 			env, err := g.cronEnv()
 			if err != nil {
 				return err
+			}
+			if spec.Cron != "" && spec.TZ == "" {
+				// Schedules follow the owner's clock, written down by name.
+				spec.TZ = cron.SystemZone()
 			}
 			j, err := cron.NewJob(spec, time.Now())
 			if err != nil {
@@ -104,7 +108,7 @@ func newCronAddCmd(g *globals) *cobra.Command {
 	f.StringVar(&spec.Message, "message", "", "what to do or say when the job fires")
 	f.StringVar(&spec.Every, "every", "", "interval, e.g. 30m (at least 1s)")
 	f.StringVar(&spec.Cron, "cron", "", `5-field cron expression, e.g. "0 9 * * 1-5"`)
-	f.StringVar(&spec.TZ, "tz", "", "IANA timezone for --cron, e.g. Europe/Berlin (default UTC)")
+	f.StringVar(&spec.TZ, "tz", "", "IANA timezone for --cron, e.g. Europe/Berlin (default: this machine's zone)")
 	f.StringVar(&spec.At, "at", "", "one-shot time, RFC 3339, e.g. 2026-12-01T09:00:00+01:00")
 	f.BoolVar(&spec.Deliver, "deliver", false, "send the result to the owner")
 	f.StringVar(&spec.Channel, "channel", "", "delivery channel: cli, tui, webhook, telegram")

@@ -55,7 +55,7 @@ func (*Tool) Parameters() map[string]any {
 			"message":   str("what to do or say when the job fires"),
 			"every":     str("interval such as 30m or 2h"),
 			"cron":      str("5-field cron expression, e.g. 0 9 * * 1-5"),
-			"tz":        str("IANA timezone for cron, e.g. Europe/Berlin (default UTC)"),
+			"tz":        str("IANA timezone for cron, e.g. Europe/Berlin (default: the owner's machine zone)"),
 			"at":        str("one-shot time, RFC 3339 with offset"),
 			"deliver":   boolean("send the result to the owner"),
 			"channel":   str("cli, tui, webhook or telegram"),
@@ -101,6 +101,9 @@ func (t *Tool) Run(ctx context.Context, raw json.RawMessage) (string, error) {
 	}
 	switch a.Action {
 	case "add":
+		if a.Cron != "" && a.TZ == "" {
+			a.TZ = SystemZone()
+		}
 		spec := Spec{Name: a.Name, Message: a.Message, Every: a.Every, Cron: a.Cron, TZ: a.TZ, At: a.At,
 			Deliver: a.Deliver, Channel: a.Channel, To: a.To, Broadcast: a.Broadcast, Silent: a.Silent}
 		// Deliver back where the owner asked, unless told otherwise.
