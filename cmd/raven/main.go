@@ -13,6 +13,9 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// The first signal starts a graceful stop; restoring the default
+	// handlers then lets a second Ctrl-C end the process at once.
+	context.AfterFunc(ctx, stop)
 	root := newRootCmd()
 	err := root.ExecuteContext(ctx)
 	stop()

@@ -377,3 +377,16 @@ func BenchmarkVerify(b *testing.B) {
 		}
 	}
 }
+
+func TestValidName(t *testing.T) {
+	long := strings.Repeat("a", 64)
+	cases := map[string]bool{
+		"phone": true, "my.laptop_2-b": true, "9lives": true, long: true,
+		"": false, long + "a": false, ".hidden": false, "-x": false, "has space": false, "naïve": false, "a/b": false,
+	}
+	for name, want := range cases {
+		if got := ValidName(name); got != want {
+			t.Errorf("ValidName(%q) = %v, want %v", name, got, want)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -18,6 +19,11 @@ func TestChannelsValidate(t *testing.T) {
 		{"telegram api url absolute", func(c *ChannelsConfig) { c.Telegram.APIURL = "localhost:8081" }, "channels.telegram.api_url"},
 		{"telegram api url ok", func(c *ChannelsConfig) { c.Telegram.APIURL = "http://127.0.0.1:8081" }, ""},
 		{"hook name", func(c *ChannelsConfig) { c.Webhook.Name = "../x" }, "channels.webhook.name"},
+		{"hook name empty", func(c *ChannelsConfig) { c.Webhook.Name = "" }, "channels.webhook.name"},
+		{"hook name too long", func(c *ChannelsConfig) { c.Webhook.Name = strings.Repeat("a", 65) }, "channels.webhook.name"},
+		{"hook name longest", func(c *ChannelsConfig) { c.Webhook.Name = strings.Repeat("a", 64) }, ""},
+		{"hook name charset", func(c *ChannelsConfig) { c.Webhook.Name = "My_hook-2" }, ""},
+		{"hook name unicode", func(c *ChannelsConfig) { c.Webhook.Name = "hoök" }, "channels.webhook.name"},
 		{"outbound url", func(c *ChannelsConfig) { c.Webhook.OutboundURL = "ftp://x" }, "channels.webhook.outbound_url"},
 		{"listen", func(c *ChannelsConfig) { c.Webhook.Enabled, c.Webhook.Listen = true, "8787" }, "channels.webhook.listen"},
 		{"window", func(c *ChannelsConfig) { c.Webhook.Window = 0 }, "channels.webhook.window"},

@@ -45,6 +45,11 @@ type Gateway struct {
 	Control   *controlapi.Server
 	Inbound   *channels.Dispatcher
 	attached  *attachments
+	// inbound ends the channels' receive loops (Telegram polling, the
+	// webhook listener) before the scheduler drains, so no message is
+	// acknowledged that could no longer be run.
+	inbound     context.Context
+	stopInbound context.CancelFunc
 }
 
 // Run is `raven gateway`: it takes the single-instance lock, starts every
@@ -142,6 +147,7 @@ func Start(ctx context.Context, o DaemonOptions) (*Gateway, error) {
 		return nil, err
 	}
 	g := &Gateway{App: app, attached: newAttachments()}
+	g.inbound, g.stopInbound = context.WithCancel(app.Context())
 	if err := g.wire(ctx, o); err != nil {
 		app.Close(context.Background())
 		return nil, err
@@ -150,6 +156,7 @@ func Start(ctx context.Context, o DaemonOptions) (*Gateway, error) {
 }
 
 func (g *Gateway) shutdown(ctx context.Context) error {
+	g.stopInbound()
 	return g.App.Close(ctx)
 }
 
@@ -399,9 +406,9 @@ func (g *Gateway) startChannels(o DaemonOptions) error {
 		mux := http.NewServeMux()
 		mux.Handle(h.Path(), h)
 		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-		a.Go("webhook", func(ctx context.Context) error {
+		a.Go("webhook", func(context.Context) error {
 			go func() {
-				<-ctx.Done()
+				<-g.inbound.Done()
 				sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 				defer cancel()
 				srv.Shutdown(sctx)
@@ -420,7 +427,7 @@ func (g *Gateway) startChannels(o DaemonOptions) error {
 			return err
 		}
 		a.Hub.Register(channels.TelegramChannel, tg)
-		a.Go("telegram", tg.Run)
+		a.Go("telegram", func(context.Context) error { return tg.Run(g.inbound) })
 	}
 	return nil
 }

@@ -79,6 +79,12 @@ func TestGatewayGracefulShutdown(t *testing.T) {
 			const final = "finished after the sleep"
 			model := writeScript(t, scriptTool("exec", map[string]any{"command": tt.command}), scriptReply(final))
 			writeConfig(t, dir, map[string]any{"gateway": map[string]any{"shutdown_grace": tt.grace}})
+			// A cron job gives the data dir a JSON state file for the
+			// gateway to load and keep.
+			if _, errOut, code := raven(t, dir, "cron", "add", "--name", "standup", "--message", "stand-up",
+				"--cron", "0 9 * * 1-5", "--tz", "UTC", "--silent"); code != 0 {
+				t.Fatalf("cron add: exit %d: %s", code, errOut)
+			}
 			gw := startGateway(t, dir, model)
 			gw.waitReady(t)
 			c := gw.dial(t)
@@ -106,7 +112,9 @@ func TestGatewayGracefulShutdown(t *testing.T) {
 			if _, err := os.Stat(gw.socket()); !errors.Is(err, fs.ErrNotExist) {
 				t.Errorf("socket left behind: %v", err)
 			}
-			checkCleanDataDir(t, dir)
+			if n := checkCleanDataDir(t, dir); n == 0 {
+				t.Errorf("no JSON state file in %s to check", dir)
+			}
 		})
 	}
 }
@@ -131,8 +139,8 @@ func lastAssistant(t *testing.T, dataDir, conv string) string {
 // checkCleanDataDir fails on anything a crash mid-write would leave: temp
 // files from atomic replaces, SQLite WAL/journal files (a clean close
 // checkpoints and removes them), corrupt-aside files, and JSON that does not
-// parse.
-func checkCleanDataDir(t *testing.T, dir string) {
+// parse. It returns how many JSON files it checked.
+func checkCleanDataDir(t *testing.T, dir string) (jsonFiles int) {
 	t.Helper()
 	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -149,6 +157,7 @@ func checkCleanDataDir(t *testing.T, dir string) {
 			if err != nil {
 				return err
 			}
+			jsonFiles++
 			if !json.Valid(b) {
 				t.Errorf("%s does not parse as JSON: %q", path, b)
 			}
@@ -158,6 +167,7 @@ func checkCleanDataDir(t *testing.T, dir string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return jsonFiles
 }
 
 // The control API end to end over the real socket: attach and send get the
