@@ -20,7 +20,9 @@ func (a *App) StartHeartbeat() (*wake.Scheduler, error) {
 		return ws, nil
 	}
 	o := heartbeat.ConfigOptions(a.Paths, a.Config)
-	o.Provider, o.Model = a.Provider, a.Config.Model
+	// The provider already knows its model; the spec ("openai/gpt-4o-mini")
+	// is not a model name an API accepts.
+	o.Provider = a.Provider
 	o.Submit, o.Post, o.Waiter = a.Scheduler.Submit, a.Hub.Post, ws
 	o.Clock, o.Logger = a.Clock, a.Log.With("component", "heartbeat")
 	o.LastChatID = func(channel string) string {

@@ -141,11 +141,12 @@ type Summary struct {
 	LastUserAt    time.Time `json:"last_user_at,omitempty"`
 }
 
-// Active lists conversations with activity since t, most recent first,
-// excluding the internal channels of proactive services.
+// Active lists the owner's conversations with activity since t, most recent
+// first. Only turns the owner started count: a cron or heartbeat turn that
+// delivers to telegram is not a conversation the owner is having.
 func (s *Store) Active(ctx context.Context, since time.Time) ([]Summary, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT conversation, channel, chat_id, MAX(created_at) FROM session_messages
-		WHERE created_at >= ? AND channel NOT IN ('cron', 'heartbeat', 'sentinel', 'subagent')
+		WHERE created_at >= ? AND origin IN ('user', 'answer')
 		GROUP BY conversation ORDER BY MAX(created_at) DESC LIMIT 50`, since.UnixNano())
 	if err != nil {
 		return nil, fmt.Errorf("session: active: %w", err)
@@ -200,7 +201,7 @@ func (s *Store) LastUserMessageAt(ctx context.Context, conversation string) (tim
 func (s *Store) LastChatID(ctx context.Context, channel string) (string, bool) {
 	var id string
 	err := s.db.QueryRowContext(ctx, `SELECT chat_id FROM session_messages WHERE channel = ? AND role = 'user'
-		ORDER BY created_at DESC LIMIT 1`, channel).Scan(&id)
+		AND origin = 'user' ORDER BY created_at DESC LIMIT 1`, channel).Scan(&id)
 	if err != nil || strings.TrimSpace(id) == "" {
 		return "", false
 	}

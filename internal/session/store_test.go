@@ -31,6 +31,9 @@ func TestRecentAndActivity(t *testing.T) {
 	e := func(conv, ch, chat string, role llm.Role, content string, at time.Time) Entry {
 		return Entry{Message: llm.Message{Role: role, Content: content}, Conversation: conv, Channel: ch, ChatID: chat, Origin: "user", At: at}
 	}
+	cronTurn := func(conv, ch, chat string, at time.Time) Entry {
+		return Entry{Message: llm.Message{Role: llm.RoleUser, Content: "[Scheduled job] reminder"}, Conversation: conv, Channel: ch, ChatID: chat, Origin: "cron", At: at}
+	}
 	call := Entry{Message: llm.Message{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: "1", Name: "read_file", Arguments: `{"path":"a"}`}}},
 		Conversation: "cli:direct", Channel: "cli", ChatID: "direct", At: t0.Add(time.Second)}
 	res := Entry{Message: llm.Message{Role: llm.RoleTool, Content: "data", ToolCallID: "1", Name: "read_file"},
@@ -41,7 +44,10 @@ func TestRecentAndActivity(t *testing.T) {
 		e("cli:direct", "cli", "direct", llm.RoleAssistant, "hi!", t0.Add(3*time.Second)),
 		e("telegram:7", "telegram", "7", llm.RoleUser, "old", t0.Add(-48*time.Hour)),
 		e("telegram:9", "telegram", "9", llm.RoleUser, "newer", t0.Add(-time.Hour)),
-		e("cron:j1", "cron", "j1", llm.RoleUser, "reminder", t0),
+		cronTurn("cron:j1", "cron", "j1", t0),
+		// A cron turn delivering to telegram is not an owner conversation,
+		// and its chat must not become "the latest telegram chat".
+		cronTurn("cron:j2", "telegram", "555", t0.Add(time.Minute)),
 	); err != nil {
 		t.Fatal(err)
 	}

@@ -40,10 +40,10 @@ var ErrNoOutlet = errors.New("spine: no outlet for channel")
 
 // ephemeralChannels are interactive surfaces that exist only while a person
 // is attached; a reply to them with nobody attached is dropped, not an error.
-var ephemeralChannels = map[string]bool{"cli": true, "tui": true, "cron": true, "heartbeat": true, "sentinel": true}
+var ephemeralChannels = map[string]bool{"cli": true, "tui": true, "cron": true, "heartbeat": true, "sentinel": true, "subagent": true}
 
 // IsEphemeral reports whether channel is an ephemeral surface (cli, tui, and
-// the internal channels of proactive services).
+// the internal channels of proactive services and subagents).
 func IsEphemeral(channel string) bool { return ephemeralChannels[channel] }
 
 // Hub routes messages to registered channel outlets.

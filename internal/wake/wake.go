@@ -114,9 +114,12 @@ func (s *Scheduler) RequestWakeNow(reason string) {
 // agent is now idle. It never blocks.
 func (s *Scheduler) TurnDone() {
 	s.mu.Lock()
-	parked := s.pending && s.parked
+	// Signal whenever a wake is pending, not only once parked: Wait checks
+	// Busy outside s.mu, so the last turn may end between that check and
+	// the park, and a parked-only signal would be lost until the interval.
+	pending := s.pending
 	s.mu.Unlock()
-	if parked {
+	if pending {
 		s.signal()
 	}
 }

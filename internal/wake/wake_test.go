@@ -245,3 +245,30 @@ func TestWaitEndsWithContext(t *testing.T) {
 		t.Fatalf("%d timers left behind", clk.Waiters())
 	}
 }
+
+// The last user turn can end between Wait's Busy check and its park. The
+// TurnDone of that turn must still wake it, or the wake would sleep until
+// the next interval.
+func TestTurnDoneBetweenBusyCheckAndParkIsNotLost(t *testing.T) {
+	clk := clock.NewFake(t0)
+	var s *Scheduler
+	var calls atomic.Int32
+	s = New(Options{Clock: clk, MinInterval: time.Minute, Busy: func() bool {
+		if calls.Add(1) == 1 {
+			// Wait has already consumed the request's signal; the turn
+			// finishes right after reporting busy, before Wait parks.
+			select {
+			case <-s.notify:
+			default:
+			}
+			s.TurnDone()
+			return true
+		}
+		return false
+	}})
+	s.RequestWakeNow("cron done")
+	r := recv(t, startWait(context.Background(), s, time.Hour))
+	if r.err != nil || r.w.Kind != KindRequested {
+		t.Fatalf("wake = %+v, %v; want the requested wake without waiting for the interval", r.w, r.err)
+	}
+}
