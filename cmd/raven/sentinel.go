@@ -16,6 +16,7 @@ import (
 	"github.com/raven-agent/raven/internal/llm"
 	"github.com/raven-agent/raven/internal/sentinel"
 	"github.com/raven-agent/raven/internal/sentinel/executor"
+	"github.com/raven-agent/raven/internal/sentinel/predictor"
 	"github.com/raven-agent/raven/internal/session"
 	"github.com/raven-agent/raven/internal/spine"
 	"github.com/raven-agent/raven/internal/sqlitedb"
@@ -44,6 +45,7 @@ func sentinelEnv(g *globals, out io.Writer, withModel bool) (sys *sentinel.Syste
 	var provider llm.Provider
 	var sessions sentinel.SessionLister
 	var lastActivity func(context.Context, string) (time.Time, bool)
+	var messages func(context.Context, time.Time, int) ([]session.Entry, error)
 	if withModel {
 		mc := cfg
 		if cfg.Sentinel.PlannerModel != "" {
@@ -64,7 +66,7 @@ func sentinelEnv(g *globals, out io.Writer, withModel bool) (sys *sentinel.Syste
 			db.Close()
 			log.Warn("sentinel: session store unavailable; ticking without sessions", "err", serr)
 		} else {
-			sessions, lastActivity, close = st.Active, st.LastActivity, func() { db.Close() }
+			sessions, lastActivity, messages, close = st.Active, st.LastActivity, st.Since, func() { db.Close() }
 		}
 	}
 	post := func(_ context.Context, m spine.Message) error {
@@ -73,7 +75,7 @@ func sentinelEnv(g *globals, out io.Writer, withModel bool) (sys *sentinel.Syste
 	}
 	sys, err = sentinel.NewSystem(sentinel.SystemOptions{
 		Paths: p, Config: cfg.Sentinel, Provider: provider, Post: post,
-		Sessions: sessions, LastActivity: lastActivity,
+		Sessions: sessions, LastActivity: lastActivity, Messages: messages,
 		Targets: func(session string) []executor.Target {
 			if ch, id, ok := spine.SplitConversationKey(session); ok {
 				return []executor.Target{{Channel: ch, ChatID: id}}
@@ -162,6 +164,13 @@ type sentinelStatus struct {
 	LastTick      *sentinel.TickRecord  `json:"last_tick,omitempty"`
 	PendingInject int                   `json:"pending_injects"`
 	Deferred      []executor.DeferEntry `json:"deferred"`
+	Routines      []sentinel.Routine    `json:"routines"`
+	Behaviors     behaviorsStatus       `json:"behaviors"`
+}
+
+type behaviorsStatus struct {
+	Enabled bool `json:"enabled"`
+	predictor.BehaviorsState
 }
 
 func newSentinelStatusCmd(g *globals) *cobra.Command {
@@ -193,6 +202,9 @@ func newSentinelStatusCmd(g *globals) *cobra.Command {
 				}
 			}
 			st.Deferred, _ = sys.Defer.Pending(ctx)
+			st.Routines = sys.Assembler.Assemble(ctx).Routines
+			st.Behaviors.Enabled = cfg.Sentinel.Behaviors.Enabled
+			st.Behaviors.BehaviorsState, _ = predictor.ReadBehaviorsState(ctx, sys.Store)
 			if asJSON {
 				return printJSON(out, st)
 			}
@@ -212,6 +224,21 @@ func newSentinelStatusCmd(g *globals) *cobra.Command {
 				fmt.Fprintf(out, "state error:  %s\n", snap.StateError)
 			}
 			fmt.Fprintf(out, "queued:       %d inject(s), %d deferred\n", st.PendingInject, len(st.Deferred))
+			fmt.Fprintf(out, "routines:     %d learned\n", len(st.Routines))
+			for _, r := range st.Routines {
+				fmt.Fprintf(out, "  %s: %s (confidence %.2f, %d samples)\n", r.When, r.Description, r.Confidence, r.Samples)
+			}
+			if b := st.Behaviors; !b.Enabled {
+				fmt.Fprintln(out, "behaviors:    extractor off (sentinel.behaviors.enabled=false)")
+			} else if b.LastRun.IsZero() {
+				fmt.Fprintln(out, "behaviors:    extractor on, not run yet")
+			} else {
+				fmt.Fprintf(out, "behaviors:    last run %s, %d event(s), read up to %s", b.LastRun.Local().Format(time.DateTime), b.LastEvents, b.HighWater.Local().Format(time.DateTime))
+				if b.LastError != "" {
+					fmt.Fprintf(out, " — %s", b.LastError)
+				}
+				fmt.Fprintln(out)
+			}
 			if st.LastTick != nil {
 				fmt.Fprintln(out, "last tick:")
 				printTick(out, *st.LastTick)

@@ -44,6 +44,12 @@ type SentinelConfig struct {
 	// from at most BehaviorsTailBytes (default 16384).
 	BehaviorsLines     int `json:"behaviors_lines"`
 	BehaviorsTailBytes int `json:"behaviors_tail_bytes"`
+	// Behaviors is the idle-triggered LLM extractor that appends events to
+	// behaviors.md (default off).
+	Behaviors BehaviorsConfig `json:"behaviors"`
+	// Routines is the learner of recurring patterns in HISTORY.md shown to
+	// the planner (default on; pure algorithm, no model calls).
+	Routines RoutinesConfig `json:"routines"`
 
 	// InjectTTL drops injects no reply carried in time (default 6h);
 	// InjectCap bounds each session's inject queue (default 3, FIFO).
@@ -78,6 +84,34 @@ type SentinelConfig struct {
 	Policy policy.Config `json:"policy"`
 }
 
+// BehaviorsConfig configures the behaviors extractor.
+type BehaviorsConfig struct {
+	// Enabled turns the extractor on (default false: it sends the owner's
+	// messages to the model).
+	Enabled bool `json:"enabled"`
+	// Idle: the owner must have been quiet this long (default 30m).
+	Idle Duration `json:"idle"`
+	// Interval: at most one extraction per interval across processes
+	// (default 6h).
+	Interval Duration `json:"interval"`
+	// MaxMessages read per extraction (default 200).
+	MaxMessages int `json:"max_messages"`
+}
+
+// RoutinesConfig configures the routine learner.
+type RoutinesConfig struct {
+	// Enabled feeds learned routines to the planner (default true).
+	Enabled bool `json:"enabled"`
+	// TailBytes of HISTORY.md's end the learner reads (default 262144):
+	// weekly patterns need weeks of history, more than the planner's tail.
+	TailBytes int `json:"tail_bytes"`
+	// MinWeeks a weekly pattern needs (default 3); MinDays a daily one
+	// (default 5); Max routines shown (default 5).
+	MinWeeks int `json:"min_weeks"`
+	MinDays  int `json:"min_days"`
+	Max      int `json:"max"`
+}
+
 func defaultSentinel() SentinelConfig {
 	return SentinelConfig{
 		Enabled:            false,
@@ -93,6 +127,8 @@ func defaultSentinel() SentinelConfig {
 		OpenLoopWindow:     Duration(72 * time.Hour),
 		BehaviorsLines:     20,
 		BehaviorsTailBytes: 16 << 10,
+		Behaviors:          BehaviorsConfig{Idle: Duration(30 * time.Minute), Interval: Duration(6 * time.Hour), MaxMessages: 200},
+		Routines:           RoutinesConfig{Enabled: true, TailBytes: 256 << 10, MinWeeks: 3, MinDays: 5, Max: 5},
 		InjectTTL:          Duration(6 * time.Hour),
 		InjectCap:          3,
 		DeferIdle:          Duration(10 * time.Minute),
@@ -123,6 +159,13 @@ func (s SentinelConfig) validate() error {
 		{"sentinel.open_loop_window", s.OpenLoopWindow >= Duration(time.Hour), "must be at least 1h"},
 		{"sentinel.behaviors_lines", s.BehaviorsLines >= 0 && s.BehaviorsLines <= 500, "must be 0..500"},
 		{"sentinel.behaviors_tail_bytes", s.BehaviorsTailBytes >= 0 && s.BehaviorsTailBytes <= 1<<20, "must be 0..1048576"},
+		{"sentinel.behaviors.idle", s.Behaviors.Idle >= Duration(time.Minute), "must be at least 1m"},
+		{"sentinel.behaviors.interval", s.Behaviors.Interval >= Duration(time.Minute), "must be at least 1m"},
+		{"sentinel.behaviors.max_messages", s.Behaviors.MaxMessages >= 1 && s.Behaviors.MaxMessages <= 2000, "must be 1..2000"},
+		{"sentinel.routines.tail_bytes", s.Routines.TailBytes >= 0 && s.Routines.TailBytes <= 4<<20, "must be 0..4194304"},
+		{"sentinel.routines.min_weeks", s.Routines.MinWeeks >= 2 && s.Routines.MinWeeks <= 52, "must be 2..52"},
+		{"sentinel.routines.min_days", s.Routines.MinDays >= 2 && s.Routines.MinDays <= 366, "must be 2..366"},
+		{"sentinel.routines.max", s.Routines.Max >= 1 && s.Routines.Max <= 20, "must be 1..20"},
 		{"sentinel.inject_ttl", s.InjectTTL >= Duration(time.Minute), "must be at least 1m"},
 		{"sentinel.inject_cap", s.InjectCap >= 1 && s.InjectCap <= 100, "must be 1..100"},
 		{"sentinel.defer_idle", s.DeferIdle >= Duration(time.Second), "must be at least 1s"},

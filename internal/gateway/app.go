@@ -70,7 +70,13 @@ type App struct {
 
 	ctx     context.Context
 	cancel  context.CancelFunc
+	// svc scopes the proactive services (cron, heartbeat, Sentinel,
+	// triggers, channels): Close stops them first, so nothing new is
+	// claimed or fired while running turns drain.
+	svc     context.Context
+	stopSvc context.CancelFunc
 	bg      sync.WaitGroup
+	waiters sync.WaitGroup
 	onStart []func(spine.TurnRequest)
 	onDone  []func(spine.TurnRequest, spine.Result)
 	closers []func(context.Context) error
@@ -86,6 +92,7 @@ func New(ctx context.Context, o Options) (*App, error) {
 	}
 	a := &App{Paths: o.Paths, Config: o.Config, Log: o.Logger, Clock: o.Clock, emit: func(string, string, any) {}}
 	a.ctx, a.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	a.svc, a.stopSvc = context.WithCancel(a.ctx)
 	ok := false
 	defer func() {
 		if !ok {
@@ -178,13 +185,26 @@ func (a *App) SetEventSink(sink func(kind, conversation string, payload any)) { 
 // first Submit.
 func (a *App) OnTurnStart(f func(spine.TurnRequest)) { a.onStart = append(a.onStart, f) }
 
-// Go runs a background service until the App closes; Close waits for it.
+// Go runs a background service. Close stops services before it drains the
+// running turns, and waits for them.
 func (a *App) Go(name string, run func(ctx context.Context) error) {
 	a.bg.Add(1)
 	go func() {
 		defer a.bg.Done()
-		if err := run(a.ctx); err != nil && a.ctx.Err() == nil {
+		if err := run(a.svc); err != nil && a.svc.Err() == nil {
 			a.Log.Error("background service stopped", "service", name, "err", err)
+		}
+	}()
+}
+
+// GoUntilClose runs work that must outlive the services until the running
+// turns have drained (a continuation waiting for its turn's result).
+func (a *App) GoUntilClose(name string, run func(ctx context.Context) error) {
+	a.waiters.Add(1)
+	go func() {
+		defer a.waiters.Done()
+		if err := run(a.ctx); err != nil && a.ctx.Err() == nil {
+			a.Log.Error("background work failed", "work", name, "err", err)
 		}
 	}()
 }
@@ -199,17 +219,19 @@ func (a *App) AddCloser(f func(context.Context) error) { a.closers = append(a.cl
 // Context is the App's lifetime context, ended by Close.
 func (a *App) Context() context.Context { return a.ctx }
 
-// Close lets running turns finish until ctx ends, cancels the rest, stops
-// background work and closes the database.
+// Close stops the proactive services, lets running turns finish until ctx
+// ends, cancels the rest, and closes the database.
 func (a *App) Close(ctx context.Context) error {
 	var errs []error
+	a.stopSvc()
+	a.bg.Wait()
 	if a.Scheduler != nil {
 		if err := a.Scheduler.Shutdown(ctx); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	a.cancel()
-	a.bg.Wait()
+	a.waiters.Wait()
 	if a.Subagents != nil {
 		a.Subagents.Wait()
 	}

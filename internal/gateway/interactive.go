@@ -27,6 +27,18 @@ func (a *App) EnableAskUser(notify func(conv string, req questions.ClarifyReques
 // ask_user question gets the message first, then the user-inbound hooks,
 // then INJECT into a running turn or APPEND.
 func (a *App) NewDispatcher(hooks ...channels.Hook) (*channels.Dispatcher, error) {
+	if sys := a.Sentinel; sys != nil {
+		// A menu pick normally meets the consumer as the agent's inbound
+		// hook at turn start. One that arrives mid-turn would be injected
+		// into the running turn instead, so catch it here first — only
+		// then, so the consumer (and its classifier) runs once per message.
+		hooks = append(hooks, func(ctx context.Context, req spine.TurnRequest) (bool, string) {
+			if !a.Scheduler.HasInflight(req.Conversation()) {
+				return false, ""
+			}
+			return sys.Consumer.Hook(ctx, req)
+		})
+	}
 	d := channels.DispatcherDeps{
 		HasInflight: a.Scheduler.HasInflight, Submit: a.Scheduler.Submit, Post: a.Hub.Post,
 		Hooks: hooks, Log: a.Log.With("component", "inbound"),

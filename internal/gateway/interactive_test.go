@@ -2,11 +2,13 @@ package gateway
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 
 	"github.com/raven-agent/raven/internal/channels"
 	"github.com/raven-agent/raven/internal/llm"
+	"github.com/raven-agent/raven/internal/sentinel/executor"
 	"github.com/raven-agent/raven/internal/spine"
 )
 
@@ -71,5 +73,67 @@ func TestLateChannelAnswerIsToldItExpired(t *testing.T) {
 	case m := <-out:
 		t.Fatalf("unexpected extra message %q", m.Content)
 	default:
+	}
+}
+
+// blockTool is a tool whose run waits for release, to hold a turn open.
+type blockTool struct{ started, release chan struct{} }
+
+func (blockTool) Name() string               { return "block" }
+func (blockTool) Description() string        { return "waits" }
+func (blockTool) Parameters() map[string]any { return map[string]any{"type": "object"} }
+func (b blockTool) Run(ctx context.Context, _ json.RawMessage) (string, error) {
+	b.started <- struct{}{}
+	<-b.release
+	return "waited", nil
+}
+
+// A menu pick that arrives while a turn runs is consumed before it can be
+// injected into that turn: the pick never reaches the model.
+func TestMenuPickMidTurnIsNotInjected(t *testing.T) {
+	prov := llm.NewScripted([]llm.Turn{
+		{ToolCalls: []llm.ToolCall{{ID: "b1", Name: "block", Arguments: `{}`}}},
+		{Content: "done"},
+	})
+	a, _ := newSentinelAppWith(t, prov)
+	defer a.Close(context.Background())
+	ctx := context.Background()
+	bt := blockTool{started: make(chan struct{}, 1), release: make(chan struct{})}
+	a.Tools.Register(bt)
+	sys, err := a.AttachSentinel(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	replies := make(chan spine.Message, 4)
+	a.Hub.Register("telegram", spine.OutletFunc(func(_ context.Context, m spine.Message) error { replies <- m; return nil }))
+	d, err := a.NewDispatcher()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, tk, err := d.Dispatch(ctx, spine.TurnRequest{Channel: "telegram", ChatID: "42", Content: "what's up?"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-bt.started
+	// The discovery menu goes out while the owner's turn is running.
+	if _, err := sys.Pending.Put(ctx, executor.PendingDecision{Session: "telegram:42", Title: "Tonight?",
+		Options: []executor.Option{{Title: "Order pizza", Kind: executor.KindReply, Reply: "Pizza it is."},
+			{Title: "Cook pasta", Kind: executor.KindReply, Reply: "Pasta then."}}}); err != nil {
+		t.Fatal(err)
+	}
+	out, _, err := d.Dispatch(ctx, spine.TurnRequest{Channel: "telegram", ChatID: "42", Content: "2"})
+	if err != nil || out != channels.Hooked {
+		t.Fatalf("mid-turn pick outcome = %v, %v; want hooked", out, err)
+	}
+	close(bt.release)
+	if r, _ := tk.Wait(ctx); r.Reply != "done" {
+		t.Fatalf("turn = %+v", r)
+	}
+	for _, req := range prov.Requests() {
+		for _, m := range req.Messages {
+			if m.Role == llm.RoleUser && m.Content == "2" {
+				t.Fatal("the pick reached the model")
+			}
+		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/raven-agent/raven/internal/clock"
 	"github.com/raven-agent/raven/internal/llm"
 	"github.com/raven-agent/raven/internal/sentinel"
 	"github.com/raven-agent/raven/internal/sentinel/executor"
@@ -32,6 +33,18 @@ func (a *App) StartSentinel(ctx context.Context) (*sentinel.System, error) {
 	// caller's ctx and the App.
 	if !cfg.Enabled {
 		a.Log.Info("sentinel: off (sentinel.enabled=false); queued injects, menus and feedback still work")
+		// Cron fires still append to feedback.jsonl; the tick loop that
+		// trims it is off, so trim here.
+		a.Go("feedback-trim", func(ctx context.Context) error {
+			for {
+				if _, err := sys.Feedback.MaybeTrim(ctx); err != nil && ctx.Err() == nil {
+					a.Log.Warn("feedback log trim failed", "err", err)
+				}
+				if err := clock.Sleep(ctx, a.Clock, time.Hour); err != nil {
+					return nil
+				}
+			}
+		})
 		return sys, nil
 	}
 	a.Go("sentinel", func(appCtx context.Context) error {
@@ -64,6 +77,7 @@ func (a *App) AttachSentinel(ctx context.Context) (*sentinel.System, error) {
 		Targets:      a.sentinelTargets,
 		Sessions:     a.Sessions.Active,
 		LastActivity: a.Sessions.LastActivity,
+		Messages:     a.Sessions.Since,
 		Spawn: func(ctx context.Context, task, channel, chatID string) error {
 			_, err := a.Subagents.Spawn(ctx, task, channel, chatID)
 			return err

@@ -19,6 +19,16 @@ import (
 
 func newSentinelApp(t *testing.T, enabled bool, turns []llm.Turn) (*App, *clock.Fake) {
 	t.Helper()
+	return newApp(t, enabled, llm.NewScripted(turns))
+}
+
+func newSentinelAppWith(t *testing.T, p llm.Provider) (*App, *clock.Fake) {
+	t.Helper()
+	return newApp(t, false, p)
+}
+
+func newApp(t *testing.T, enabled bool, prov llm.Provider) (*App, *clock.Fake) {
+	t.Helper()
 	p, err := config.NewPaths(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -27,7 +37,7 @@ func newSentinelApp(t *testing.T, enabled bool, turns []llm.Turn) (*App, *clock.
 	cfg.Sentinel.Enabled = enabled
 	cfg.Sentinel.Policy.Location = time.UTC
 	clk := clock.NewFake(time.Date(2025, 3, 4, 10, 0, 0, 0, time.UTC))
-	a, err := New(context.Background(), Options{Paths: p, Config: cfg, Clock: clk, Provider: llm.NewScripted(turns)})
+	a, err := New(context.Background(), Options{Paths: p, Config: cfg, Clock: clk, Provider: prov})
 	if err != nil {
 		t.Fatal(err)
 	}

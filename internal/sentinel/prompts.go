@@ -147,6 +147,12 @@ func RenderContext(pc PlannerContext) string {
 			if r.When != "" {
 				fmt.Fprintf(&b, " (%s)", r.When)
 			}
+			if r.Samples > 0 {
+				fmt.Fprintf(&b, " — seen %d times, confidence %.2f", r.Samples, r.Confidence)
+			}
+			if !r.LastSeen.IsZero() {
+				fmt.Fprintf(&b, ", last %s", r.LastSeen.In(now.Location()).Format("Mon 2 Jan 15:04"))
+			}
 			b.WriteByte('\n')
 		}
 	}

@@ -13,6 +13,8 @@ import (
 	"github.com/raven-agent/raven/internal/sentinel/executor"
 	"github.com/raven-agent/raven/internal/sentinel/feedback"
 	"github.com/raven-agent/raven/internal/sentinel/policy"
+	"github.com/raven-agent/raven/internal/sentinel/predictor"
+	"github.com/raven-agent/raven/internal/session"
 	"github.com/raven-agent/raven/internal/statefile"
 )
 
@@ -38,10 +40,14 @@ type SystemOptions struct {
 	LastActivity func(ctx context.Context, session string) (time.Time, bool)
 	Spawn        executor.SpawnFunc
 	Tool         executor.ToolFunc
-	Routines     func(history string) []Routine
+	Routines     func(history string) []Routine // nil: the built-in learner (sentinel.routines)
 	Calendar     func(now time.Time) []CalendarEntry
 	PlanSlots    func(day time.Time) []PlanSlot
 	Triggers     func(ctx context.Context) ([]string, error)
+
+	// Messages pages through conversation messages for the behaviors
+	// extractor (session.Store.Since fits); nil leaves it off.
+	Messages func(ctx context.Context, since time.Time, limit int) ([]session.Entry, error)
 
 	// Feedback is the nudge feedback tracker; nil builds one on
 	// Paths.Feedback(). Every delivery is recorded in it as dispatched.
@@ -73,7 +79,10 @@ type System struct {
 	Actions    *executor.ActionExecutor
 	Consumer   *executor.DecisionConsumer
 	Discoverer *TaskDiscoverer
-	Runner     *Runner
+	// Behaviors is nil unless sentinel.behaviors.enabled, a model and a
+	// message source are all present.
+	Behaviors *predictor.BehaviorsExtractor
+	Runner    *Runner
 
 	log         *slog.Logger
 	onDelivered executor.DeliveredFunc
@@ -129,13 +138,17 @@ func NewSystem(o SystemOptions) (*System, error) {
 	s.Router = executor.NewRouter(executor.RouterOptions{Provider: o.Provider, Model: o.Model, MinConfidence: cfg.DecisionConfidence, Logger: log})
 	s.Actions = executor.NewActionExecutor(executor.ActionExecutorOptions{Gate: pol, Injector: s.Injector, Spawn: s.Spawn, Tool: o.Tool, OnDelivered: delivered, Logger: log})
 	s.Consumer = executor.NewConsumer(executor.ConsumerOptions{Store: s.Pending, Router: s.Router, Executor: s.Actions, Confirm: cfg.DecisionConfirm, Logger: log})
+	routines := o.Routines
+	if routines == nil && cfg.Routines.Enabled {
+		routines = learnRoutines(o.Paths.History(), cfg, o.Clock, log)
+	}
 	s.Assembler = NewAssembler(AssemblerOptions{
 		MemoryPath: o.Paths.Memory(), HistoryPath: o.Paths.History(), AttentionPath: o.Paths.Attention(), BehaviorsPath: o.Paths.Behaviors(),
 		MemoryMaxBytes: cfg.MemoryMaxBytes, HistoryTailBytes: cfg.HistoryTailBytes, AttentionSections: cfg.AttentionSections,
 		BehaviorsLines: cfg.BehaviorsLines, BehaviorsTailBytes: cfg.BehaviorsTailBytes, ActiveWindow: cfg.ActiveWindow.D(),
-		Sessions: ActiveSessions(o.Sessions), Routines: o.Routines, Calendar: o.Calendar, Policy: pol, Clock: o.Clock, Logger: log,
+		Sessions: ActiveSessions(o.Sessions), Routines: routines, Calendar: o.Calendar, Policy: pol, Clock: o.Clock, Logger: log,
 	})
-	var refresh func(context.Context)
+	var refreshers []func(context.Context)
 	if cfg.Attention {
 		s.Attention = attention.NewUpdater(attention.Options{
 			Path: o.Paths.Attention(), MemoryPath: o.Paths.Memory(), HistoryPath: o.Paths.History(),
@@ -147,7 +160,21 @@ func NewSystem(o SystemOptions) (*System, error) {
 			},
 			Location: cfg.Policy.Location, Clock: o.Clock, Logger: log,
 		})
-		refresh = func(ctx context.Context) { s.Attention.Update(ctx) }
+		refreshers = append(refreshers, func(ctx context.Context) { s.Attention.Update(ctx) })
+	}
+	if s.Behaviors, err = newBehaviors(o, store, log); err != nil {
+		return nil, err
+	}
+	if s.Behaviors != nil {
+		refreshers = append(refreshers, func(ctx context.Context) { s.Behaviors.MaybeRun(ctx) })
+	}
+	var refresh func(context.Context)
+	if len(refreshers) > 0 {
+		refresh = func(ctx context.Context) {
+			for _, f := range refreshers {
+				f(ctx)
+			}
+		}
 	}
 	s.Planner = NewPlanner(o.Provider, o.Model, log)
 	var discover func(context.Context, PlannerContext) executor.Result

@@ -103,8 +103,12 @@ type ActiveSession struct {
 // Routine is a candidate recurring pattern learned from history.
 type Routine struct {
 	Description string  `json:"description"`
-	When        string  `json:"when,omitempty"` // e.g. "weekdays 08:30"
+	When        string  `json:"when,omitempty"` // e.g. "weekdays ~08:30"
 	Confidence  float64 `json:"confidence,omitempty"`
+	// LastSeen and Samples (distinct days or weeks observed) let the
+	// planner tell a fresh, well-established habit from a fading one.
+	LastSeen time.Time `json:"last_seen,omitzero"`
+	Samples  int       `json:"samples,omitempty"`
 }
 
 // CalendarEntry is one calendar event.

@@ -15,7 +15,12 @@ type clarifyState struct {
 	req      ClarifyRequest
 	deadline time.Time
 	cursor   int
-	sending  bool
+	// sending is set while clarify.respond is in flight, so a second
+	// Enter cannot answer twice.
+	sending bool
+	// answer is what the owner chose, shown in the transcript once the
+	// gateway accepted it.
+	answer string
 }
 
 func newClarify(r ClarifyRequest, now time.Time) *clarifyState {
@@ -43,10 +48,21 @@ func (c *clarifyState) move(d int) {
 
 func (m *Model) respondClarify(text string) tea.Cmd {
 	c := m.clarify
-	if c.deadline.Before(m.o.Clock.Now()) {
-		m.notice = "this question's time is up; the agent was told you did not answer"
-		m.clarify = nil
+	if c.sending {
+		m.notice = "answer on its way…"
 		return nil
+	}
+	if c.deadline.Before(m.o.Clock.Now()) {
+		m.clarify = nil
+		if text == "" {
+			m.notice = "this question's time is up; the agent was told you did not answer"
+			return nil
+		}
+		// What was typed is still a message: the gateway tells the owner
+		// the question expired and treats it as a new one.
+		cmd := m.submit(text)
+		m.notice = "this question's time is up; your text was sent as a new message"
+		return cmd
 	}
 	idx := c.req.Index
 	p := ClarifyRespondParams{Conversation: m.o.Conversation, Batch: c.req.Batch, Index: &idx}
@@ -56,9 +72,17 @@ func (m *Model) respondClarify(text string) tea.Cmd {
 			return nil
 		}
 		p.Text = text
+		c.answer = text
 	} else {
 		choice := c.cursor
 		p.Choice, p.Text = &choice, text
+		c.answer = c.req.Choices[choice]
+		if text != "" {
+			c.answer += " — " + text
+		}
+	}
+	if c.req.Header != "" {
+		c.answer = "[" + c.req.Header + "] " + c.answer
 	}
 	c.sending = true
 	return m.callTagged("clarify", c.tag(), MethodClarifyRespond, p)
@@ -77,6 +101,9 @@ func (m *Model) clarifyView(b *strings.Builder) {
 	budget := fmt.Sprintf("%d:%02d left", int(left.Minutes()), int(left.Seconds())%60)
 	if left == 0 {
 		budget = "time is up"
+	}
+	if c.sending {
+		budget += " · sending…"
 	}
 	rule(b, m.width, "─ "+title+" · "+budget+" ")
 	b.WriteString(wrap(c.req.Question, m.width) + "\n")

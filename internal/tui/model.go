@@ -13,6 +13,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/raven-agent/raven/internal/clock"
+	"github.com/raven-agent/raven/internal/controlapi"
 )
 
 // ProactiveMarker marks a message Raven sent on its own (same text as the
@@ -57,6 +58,9 @@ type Model struct {
 	messages []line
 	events   []string
 	input    []rune
+	// lastSeq is the newest event-log sequence shown; a reconnect resumes
+	// the feed after it, so events of a gateway restart are not lost.
+	lastSeq int64
 
 	clarify  *clarifyState
 	question *Snapshot
@@ -181,8 +185,8 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, tea.Batch(
 			listen(m.gen, msg.client),
 			m.call("attach", MethodChatAttach, ChatAttachParams{Conversation: m.o.Conversation}),
-			m.call("subscribe", MethodEventsSubscribe, struct{}{}),
-			m.call("question", MethodInputGet, InputGetParams{Conversation: m.o.Conversation}),
+			m.subscribe(),
+			m.refreshQuestion(),
 		)
 	case connectFailedMsg:
 		return m, m.lost(msg.err.Error())
@@ -218,8 +222,19 @@ func (m *Model) lost(why string) tea.Cmd {
 	m.client, m.connected = nil, false
 	d := m.backoff
 	m.backoff = min(m.backoff*2, maxBackoff)
-	m.status = fmt.Sprintf("disconnected (%s); retrying in %s", why, d)
+	// The retry comes first: a long dial error is cut at the screen edge.
+	m.status = fmt.Sprintf("disconnected; retrying in %s (%s)", d, why)
 	return m.o.After(d, ReconnectMsg{})
+}
+
+// subscribe starts the event feed, after the last event shown if any.
+func (m *Model) subscribe() tea.Cmd {
+	var p controlapi.SubscribeParams
+	if m.lastSeq > 0 {
+		after := m.lastSeq
+		p.AfterSeq = &after
+	}
+	return m.call("subscribe", MethodEventsSubscribe, p)
 }
 
 func (m *Model) notification(n Notification) tea.Cmd {
@@ -246,13 +261,35 @@ func (m *Model) notification(n Notification) tea.Cmd {
 		}
 		m.clarify = newClarify(cr, m.o.Clock.Now())
 		return m.tick()
+	case controlapi.NotifyEventsDropped:
+		// The gateway dropped this feed (we read too slowly); pick it up
+		// again where it stopped rather than silently going quiet.
+		var d controlapi.DroppedParams
+		_ = json.Unmarshal(n.Params, &d)
+		m.addEvent("event feed dropped (" + d.Reason + "); resubscribing")
+		m.lastSeq = max(m.lastSeq, d.LastSeq)
+		return m.subscribe()
+	case controlapi.NotifyClosing:
+		var c struct {
+			Reason string `json:"reason"`
+		}
+		_ = json.Unmarshal(n.Params, &c)
+		m.addEvent("gateway closed the connection: " + c.Reason)
+		// ask_user questions live in the gateway's memory and their turns
+		// are cancelled at shutdown: a prompt kept on screen could only
+		// be refused later while it swallowed the owner's Enter.
+		if c.Reason == "shutdown" && m.clarify != nil {
+			m.clarify = nil
+			m.notice = "the gateway is shutting down: the open question was cancelled"
+		}
 	default:
-		summary, kind := summarizeEvent(n)
+		summary, kind, seq := summarizeEvent(n)
 		m.addEvent(summary)
+		m.lastSeq = max(m.lastSeq, seq)
 		// Lifecycle events of owner questions mean the snapshot changed;
 		// the events themselves are never taken as the answer state.
 		if kind == "input_requested" || kind == "input_resolved" {
-			return m.call("question", MethodInputGet, InputGetParams{Conversation: m.o.Conversation})
+			return m.refreshQuestion()
 		}
 	}
 	return nil
@@ -273,10 +310,10 @@ func (m *Model) addEvent(s string) {
 }
 
 // summarizeEvent renders one event-feed notification on one line.
-func summarizeEvent(n Notification) (summary, kind string) {
+func summarizeEvent(n Notification) (summary, kind string, seq int64) {
 	var ev map[string]any
 	if json.Unmarshal(n.Params, &ev) != nil {
-		return n.Method, ""
+		return n.Method, "", 0
 	}
 	for _, k := range []string{"kind", "type", "event"} {
 		if s, ok := ev[k].(string); ok {
@@ -285,8 +322,9 @@ func summarizeEvent(n Notification) (summary, kind string) {
 		}
 	}
 	parts := []string{}
-	if seq, ok := ev["seq"].(float64); ok {
-		parts = append(parts, fmt.Sprintf("#%d", int64(seq)))
+	if s, ok := ev["seq"].(float64); ok && n.Method == controlapi.NotifyEvent {
+		seq = int64(s)
+		parts = append(parts, fmt.Sprintf("#%d", seq))
 	}
 	if kind != "" {
 		parts = append(parts, kind)
@@ -296,7 +334,25 @@ func summarizeEvent(n Notification) (summary, kind string) {
 	if c, ok := ev["conversation"].(string); ok {
 		parts = append(parts, c)
 	}
-	return strings.Join(parts, " "), kind
+	// The payload's few fields an operator scans for: who started a turn
+	// when it was not the owner, and why something failed.
+	if p, ok := ev["payload"].(map[string]any); ok {
+		if o, ok := p["origin"].(string); ok && o != "" && o != "user" {
+			parts = append(parts, "origin="+o)
+		}
+		if p["proactive"] == true {
+			parts = append(parts, "⚑")
+		}
+		if e, ok := p["error"].(string); ok && e != "" {
+			parts = append(parts, "error: "+e)
+		}
+	}
+	if ts, ok := ev["time"].(string); ok {
+		if t, err := time.Parse(time.RFC3339Nano, ts); err == nil {
+			parts = append([]string{t.Local().Format("15:04:05")}, parts...)
+		}
+	}
+	return strings.Join(parts, " "), kind, seq
 }
 
 func (m *Model) insert(s string) {
@@ -350,7 +406,7 @@ func (m *Model) quit() tea.Cmd {
 	m.quitting = true
 	if m.client != nil {
 		_ = m.client.Close()
-		m.client = nil
+		m.client, m.connected = nil, false
 	}
 	m.gen++
 	return tea.Quit
@@ -382,22 +438,42 @@ func (m *Model) submit(text string) tea.Cmd {
 
 func (m *Model) rpcDone(r rpcDoneMsg) tea.Cmd {
 	switch r.what {
-	case "attach", "subscribe":
+	case "attach":
 		// An older gateway without these methods still works for chat.
 		if r.err != nil {
 			m.addEvent(r.what + " unavailable: " + r.err.Error())
+		}
+	case "subscribe":
+		if r.err != nil {
+			m.addEvent(r.what + " unavailable: " + r.err.Error())
+			return nil
+		}
+		var res controlapi.SubscribeResult
+		if json.Unmarshal(r.result, &res) == nil && res.Missed {
+			m.addEvent(fmt.Sprintf("events before #%d were pruned before they could be shown", res.OldestRetained))
 		}
 	case "send":
 		if r.err != nil {
 			m.notice = "message not sent: " + r.err.Error()
 		}
 	case "clarify":
+		mine := m.clarify != nil && m.clarify.tag() == r.tag
 		if r.err != nil {
 			m.notice = "answer refused: " + r.err.Error()
+			// Not found or conflict: the question is gone (answered
+			// elsewhere, timed out, superseded, gateway restarted). Keeping
+			// it would trap every Enter until its countdown ran out.
+			if mine && (controlapi.IsCode(r.err, controlapi.CodeNotFound) || controlapi.IsCode(r.err, controlapi.CodeConflict)) {
+				m.clarify = nil
+				m.notice += " — the question is no longer open"
+			} else if mine {
+				m.clarify.sending = false
+			}
 			return nil
 		}
 		m.notice = "answer sent"
-		if m.clarify != nil && m.clarify.tag() == r.tag {
+		if mine {
+			m.addMessage("you", m.clarify.answer)
 			m.clarify = nil
 		}
 	case "question":

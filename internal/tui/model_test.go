@@ -13,14 +13,21 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/raven-agent/raven/internal/clock"
+	"github.com/raven-agent/raven/internal/controlapi"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	// teatest parks one goroutine per test model on a SIGINT channel that
+	// it never closes; that is the library's, not ours.
+	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("github.com/charmbracelet/x/exp/teatest/v2.NewTestModel.func2"))
+}
 
 type call struct {
 	Method string
 	Params json.RawMessage
 }
+
+func (c call) String() string { return c.Method + " " + string(c.Params) }
 
 // fakeClient is an in-memory control-API connection.
 type fakeClient struct {
@@ -30,6 +37,9 @@ type fakeClient struct {
 	errs    map[string]error
 	notes   chan Notification
 	closed  bool
+	// onCall, when set, plays the gateway's side of a call (e.g. the
+	// reply notification a chat.send leads to); it runs without mu held.
+	onCall func(method string, params json.RawMessage)
 }
 
 func newFakeClient() *fakeClient {
@@ -39,13 +49,17 @@ func newFakeClient() *fakeClient {
 func (f *fakeClient) Call(_ context.Context, method string, params, result any) error {
 	p, _ := json.Marshal(params)
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	f.calls = append(f.calls, call{method, p})
-	if err := f.errs[method]; err != nil {
+	err, res, onCall := f.errs[method], f.results[method], f.onCall
+	f.mu.Unlock()
+	if onCall != nil {
+		onCall(method, p)
+	}
+	if err != nil {
 		return err
 	}
-	res, _ := json.Marshal(f.results[method])
-	return json.Unmarshal(res, result)
+	b, _ := json.Marshal(res)
+	return json.Unmarshal(b, result)
 }
 
 func (f *fakeClient) set(method string, result any, err error) {
@@ -262,10 +276,14 @@ func TestClarifyPrompt(t *testing.T) {
 		keys  func(h *harness)
 		typed string
 		want  string
+		shown string
 	}{
-		{"recommended preselected", func(h *harness) {}, "", `{"conversation":"tui:main","batch":"b1","index":0,"choice":1}`},
-		{"arrow selects with a note", func(h *harness) { h.press(tea.KeyUp) }, "only after 5pm", `{"conversation":"tui:main","batch":"b1","index":0,"choice":0,"text":"only after 5pm"}`},
-		{"free-form answer", func(h *harness) { h.press(tea.KeyDown) }, "neither, wait", `{"conversation":"tui:main","batch":"b1","index":0,"text":"neither, wait"}`},
+		{"recommended preselected", func(h *harness) {}, "", `{"conversation":"tui:main","batch":"b1","index":0,"choice":1}`,
+			"you › [Deploy] prod"},
+		{"arrow selects with a note", func(h *harness) { h.press(tea.KeyUp) }, "only after 5pm", `{"conversation":"tui:main","batch":"b1","index":0,"choice":0,"text":"only after 5pm"}`,
+			"you › [Deploy] staging — only after 5pm"},
+		{"free-form answer", func(h *harness) { h.press(tea.KeyDown) }, "neither, wait", `{"conversation":"tui:main","batch":"b1","index":0,"text":"neither, wait"}`,
+			"you › [Deploy] neither, wait"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -291,10 +309,18 @@ func TestClarifyPrompt(t *testing.T) {
 			tt.keys(h)
 			h.typeText(tt.typed)
 			h.press(tea.KeyEnter)
+			// A second Enter before the gateway replied must not answer twice.
+			h.press(tea.KeyEnter)
+			if !strings.Contains(h.view(), "sending…") {
+				t.Fatalf("in-flight answer not shown:\n%s", h.view())
+			}
 			h.until("respond", func() bool { return h.m.clarify == nil })
 			got := c.callsTo(MethodClarifyRespond)
 			if len(got) != 1 || string(got[0].Params) != tt.want {
 				t.Fatalf("clarify.respond %+v, want %s", got, tt.want)
+			}
+			if !strings.Contains(h.view(), tt.shown) {
+				t.Fatalf("answer not in the transcript as %q:\n%s", tt.shown, h.view())
 			}
 			if len(c.callsTo(MethodChatSend)) != 0 {
 				t.Fatal("an answer leaked into chat.send")
@@ -303,33 +329,154 @@ func TestClarifyPrompt(t *testing.T) {
 	}
 }
 
-func TestClarifyExpiredAndRefused(t *testing.T) {
+func TestClarifyRefused(t *testing.T) {
+	tests := []struct {
+		name     string
+		err      error
+		keptOpen bool
+	}{
+		{"transient error keeps the prompt", &controlapi.RPCError{Code: controlapi.CodeUnavailable, Message: "busy"}, true},
+		{"plain transport error keeps the prompt", errors.New("broken pipe"), true},
+		{"not found drops it", &controlapi.RPCError{Code: controlapi.CodeNotFound, Message: "no question pending on tui:main"}, false},
+		{"conflict drops it", &controlapi.RPCError{Code: controlapi.CodeConflict, Message: "expired"}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t)
+			h.connected()
+			c := h.client(0)
+			c.set(MethodClarifyRespond, nil, tt.err)
+			c.notify(t, NotifyClarifyRequest, ClarifyRequest{Question: "Name?", TimeoutS: 30, Total: 1, Batch: "b"})
+			h.until("prompt", func() bool { return h.m.clarify != nil })
+			h.press(tea.KeyEnter)
+			if !strings.Contains(h.view(), "type an answer") || len(c.callsTo(MethodClarifyRespond)) != 0 {
+				t.Fatalf("empty free-form answer was not refused locally:\n%s", h.view())
+			}
+			h.typeText("Bob")
+			h.press(tea.KeyEnter)
+			h.until("refusal", func() bool { return strings.Contains(h.view(), "answer refused") })
+			if (h.m.clarify != nil) != tt.keptOpen {
+				t.Fatalf("prompt open=%v, want %v:\n%s", h.m.clarify != nil, tt.keptOpen, h.view())
+			}
+			// The next Enter goes to the prompt if it is still open (a
+			// retry), otherwise it is an ordinary chat message.
+			h.typeText("again")
+			h.press(tea.KeyEnter)
+			if tt.keptOpen {
+				h.until("retry", func() bool { return len(c.callsTo(MethodClarifyRespond)) == 2 })
+				return
+			}
+			h.until("chat", func() bool { return len(c.callsTo(MethodChatSend)) == 1 })
+			if len(c.callsTo(MethodClarifyRespond)) != 1 {
+				t.Fatal("a gone question was answered again")
+			}
+		})
+	}
+}
+
+func TestClarifyTimeUp(t *testing.T) {
+	tests := []struct {
+		name   string
+		typed  string
+		notice string
+		chat   int
+	}{
+		{"empty enter closes it", "", "did not answer", 0},
+		{"typed text becomes a message", "late", "sent as a new message", 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t)
+			h.connected()
+			c := h.client(0)
+			c.notify(t, NotifyClarifyRequest, ClarifyRequest{Question: "Name?", Choices: []string{"a"}, TimeoutS: 30, Total: 1, Batch: "b"})
+			h.until("prompt", func() bool { return h.m.clarify != nil })
+			h.clk.Advance(31 * time.Second)
+			h.send(TickMsg{})
+			if !strings.Contains(h.view(), "time is up") {
+				t.Fatalf("no timeout shown:\n%s", h.view())
+			}
+			h.typeText(tt.typed)
+			h.press(tea.KeyEnter)
+			if h.m.clarify != nil || !strings.Contains(h.view(), tt.notice) {
+				t.Fatalf("late enter:\n%s", h.view())
+			}
+			h.until("chat", func() bool { return len(c.callsTo(MethodChatSend)) == tt.chat })
+			if len(c.callsTo(MethodClarifyRespond)) != 0 {
+				t.Fatal("an expired question was answered")
+			}
+		})
+	}
+}
+
+func TestGatewayShutdownClosesPrompt(t *testing.T) {
+	tests := []struct {
+		reason string
+		open   bool
+	}{
+		{"shutdown", false},
+		{"slow_consumer", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.reason, func(t *testing.T) {
+			h := newHarness(t)
+			h.connected()
+			c := h.client(0)
+			c.notify(t, NotifyClarifyRequest, ClarifyRequest{Question: "Name?", TimeoutS: 30, Total: 1, Batch: "b"})
+			h.until("prompt", func() bool { return h.m.clarify != nil })
+			c.notify(t, controlapi.NotifyClosing, map[string]string{"reason": tt.reason})
+			h.until("closing", func() bool { return strings.Contains(h.view(), "closed the connection: "+tt.reason) })
+			if (h.m.clarify != nil) != tt.open {
+				t.Fatalf("prompt open=%v, want %v:\n%s", h.m.clarify != nil, tt.open, h.view())
+			}
+		})
+	}
+}
+
+func TestEventFeedResumes(t *testing.T) {
+	h := newHarness(t)
+	h.connected()
+	first := h.client(0)
+	first.set(MethodEventsSubscribe, controlapi.SubscribeResult{AfterSeq: 41, OldestRetained: 50, Missed: true}, nil)
+	if p := string(first.callsTo(MethodEventsSubscribe)[0].Params); p != `{}` {
+		t.Fatalf("first subscribe %s, want the live feed", p)
+	}
+	first.notify(t, controlapi.NotifyEvent, map[string]any{"seq": 41, "kind": "turn.started", "conversation": "tui:main"})
+	// A slow reader's feed is dropped by the gateway: pick it up again.
+	first.notify(t, controlapi.NotifyEventsDropped, controlapi.DroppedParams{Reason: "slow_subscriber", LastSeq: 45})
+	h.until("resubscribe", func() bool { return len(first.callsTo(MethodEventsSubscribe)) == 2 })
+	if p := string(first.callsTo(MethodEventsSubscribe)[1].Params); p != `{"after_seq":45}` {
+		t.Fatalf("resubscribe %s", p)
+	}
+	h.until("missed", func() bool { return strings.Contains(h.view(), "events before #50 were pruned") })
+	// After a gateway restart the feed resumes after the last event seen.
+	_ = first.Close()
+	h.until("disconnect", func() bool { return !h.m.connected })
+	h.send(ReconnectMsg{})
+	h.until("reconnect", func() bool {
+		c := h.client(1)
+		return c != nil && len(c.callsTo(MethodEventsSubscribe)) == 1
+	})
+	if p := string(h.client(1).callsTo(MethodEventsSubscribe)[0].Params); p != `{"after_seq":45}` {
+		t.Fatalf("subscribe after reconnect %s", p)
+	}
+}
+
+func TestQuestionNotFound(t *testing.T) {
 	h := newHarness(t)
 	h.connected()
 	c := h.client(0)
-	c.set(MethodClarifyRespond, nil, errors.New("expired"))
-	c.notify(t, NotifyClarifyRequest, ClarifyRequest{Question: "Name?", TimeoutS: 30, Total: 1, Batch: "b"})
-	h.until("prompt", func() bool { return h.m.clarify != nil })
+	c.set(MethodInputGet, nil, &controlapi.RPCError{Code: controlapi.CodeNotFound, Message: `no conversation "tui:main"`})
+	// Fetched on its own (a lifecycle event): a conversation without
+	// owner questions is normal and stays quiet.
+	c.notify(t, controlapi.NotifyEvent, map[string]any{"seq": 3, "kind": "input_resolved", "conversation": "tui:main"})
+	h.until("refetch", func() bool { return len(c.callsTo(MethodInputGet)) == 2 && h.m.question == nil })
+	if h.m.notice != "" {
+		t.Fatalf("automatic fetch raised a notice: %q", h.m.notice)
+	}
+	h.typeText("/question")
 	h.press(tea.KeyEnter)
-	if !strings.Contains(h.view(), "type an answer") {
-		t.Fatalf("empty free-form answer was not refused locally:\n%s", h.view())
-	}
-	h.typeText("Bob")
-	h.press(tea.KeyEnter)
-	h.until("refusal", func() bool { return strings.Contains(h.view(), "answer refused: expired") })
-	if h.m.clarify == nil {
-		t.Fatal("refused answer dropped the prompt")
-	}
-	h.clk.Advance(31 * time.Second)
-	h.send(TickMsg{})
-	if !strings.Contains(h.view(), "time is up") {
-		t.Fatalf("no timeout shown:\n%s", h.view())
-	}
-	h.typeText("late")
-	h.press(tea.KeyEnter)
-	if h.m.clarify != nil || !strings.Contains(h.view(), "did not answer") {
-		t.Fatalf("late answer:\n%s", h.view())
-	}
+	h.until("notice", func() bool { return strings.Contains(h.view(), "no owner question for tui:main") })
 }
 
 func TestQuestionCommands(t *testing.T) {
@@ -459,5 +606,34 @@ func TestQuit(t *testing.T) {
 	}
 	if !h.client(0).isClosed() {
 		t.Fatal("connection left open")
+	}
+}
+
+func TestSummarizeEvent(t *testing.T) {
+	at := time.Date(2026, 10, 4, 9, 15, 30, 0, time.UTC)
+	hms := at.Local().Format("15:04:05")
+	tests := []struct {
+		name   string
+		method string
+		params string
+		want   string
+		seq    int64
+	}{
+		{"failed turn", controlapi.NotifyEvent,
+			`{"seq":8,"kind":"turn.finished","conversation":"tui:main","time":"` + at.Format(time.RFC3339Nano) + `","payload":{"origin":"user","error":"context canceled"}}`,
+			hms + " #8 turn.finished tui:main error: context canceled", 8},
+		{"proactive delivery", controlapi.NotifyEvent,
+			`{"seq":9,"kind":"message.delivered","conversation":"tui:main","payload":{"origin":"cron","proactive":true}}`,
+			"#9 message.delivered tui:main origin=cron ⚑", 9},
+		{"other notification keeps its method, no seq", "gateway.notice", `{"seq":3}`, "gateway.notice", 0},
+		{"not an object", controlapi.NotifyEvent, `[1]`, controlapi.NotifyEvent, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, _, seq := summarizeEvent(Notification{Method: tt.method, Params: json.RawMessage(tt.params)})
+			if got != tt.want || seq != tt.seq {
+				t.Fatalf("summary %q seq %d, want %q %d", got, seq, tt.want, tt.seq)
+			}
+		})
 	}
 }

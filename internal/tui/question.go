@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	tea "charm.land/bubbletea/v2"
+
+	"github.com/raven-agent/raven/internal/controlapi"
 )
 
 // questionCommand runs /question [answer N | text ... | cancel]. Answer and
@@ -58,7 +60,22 @@ func (m *Model) questionCommand(args string) tea.Cmd {
 	return nil
 }
 
+// refreshQuestion re-reads the owner question without being asked to, on
+// connect and on its lifecycle events.
+func (m *Model) refreshQuestion() tea.Cmd {
+	return m.callTagged("question", "auto", MethodInputGet, InputGetParams{Conversation: m.o.Conversation})
+}
+
 func (m *Model) questionFetched(r rpcDoneMsg) tea.Cmd {
+	if controlapi.IsCode(r.err, controlapi.CodeNotFound) {
+		// A conversation that never had an owner question is the common
+		// case, not an error worth a notice on every connect.
+		m.question = nil
+		if r.tag != "auto" {
+			m.notice = "no owner question for " + m.o.Conversation
+		}
+		return nil
+	}
 	if r.err != nil {
 		m.notice = "question: " + r.err.Error()
 		return nil

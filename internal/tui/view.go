@@ -37,15 +37,17 @@ func (m *Model) View() tea.View {
 
 	used := strings.Count(top.String(), "\n") + strings.Count(bottom.String(), "\n") + 1
 	room := max(m.height-used, 3)
-	var msgs []string
-	for _, l := range m.messages {
-		msgs = append(msgs, strings.Split(renderLine(l, m.width), "\n")...)
-	}
-	if len(msgs) > room {
-		msgs = msgs[len(msgs)-room:]
-	}
-	for len(msgs) < room {
-		msgs = append([]string{""}, msgs...)
+	// Only the newest messages fit: wrap from the end until the room is
+	// full, so a frame costs the screen, not the whole history (this runs
+	// after every keystroke).
+	msgs := make([]string, room)
+	fill := room
+	for i := len(m.messages) - 1; i >= 0 && fill > 0; i-- {
+		rows := strings.Split(renderLine(m.messages[i], m.width), "\n")
+		for j := len(rows) - 1; j >= 0 && fill > 0; j-- {
+			fill--
+			msgs[fill] = rows[j]
+		}
 	}
 	v := tea.NewView(top.String() + strings.Join(msgs, "\n") + "\n" + bottom.String())
 	v.AltScreen = true
