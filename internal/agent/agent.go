@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"time"
 
 	"github.com/raven-agent/raven/internal/clock"
 	"github.com/raven-agent/raven/internal/llm"
@@ -34,6 +35,8 @@ type Config struct {
 	RecentMessages   int
 	MaxTokens        int
 	Model            string
+	// ToolTimeout bounds one tool call's work (0: no bound).
+	ToolTimeout time.Duration
 }
 
 // Options are the loop's dependencies.
@@ -127,7 +130,9 @@ func (a *Agent) RunTurn(ctx context.Context, t *spine.Turn) (string, error) {
 	}
 	fresh := []llm.Message{{Role: llm.RoleUser, Content: req.Content}}
 	msgs = append(msgs, fresh[0])
-	ctx = tools.WithTurn(ctx, tools.TurnInfo{Origin: req.Origin, Conversation: conv, Channel: req.Channel, ChatID: req.ChatID})
+	fromCron, _ := req.Extras[tools.ExtraFromCron].(bool)
+	ctx = tools.WithTurn(ctx, tools.TurnInfo{Origin: req.Origin, Conversation: conv, Channel: req.Channel, ChatID: req.ChatID,
+		FromCron: fromCron || req.Origin == spine.OriginCron})
 
 	var reply string
 	done := false
@@ -154,7 +159,7 @@ func (a *Agent) RunTurn(ctx context.Context, t *spine.Turn) (string, error) {
 			break
 		}
 		for _, call := range resp.ToolCalls {
-			out, err := a.o.Tools.Run(ctx, call)
+			out, err := a.runTool(ctx, call)
 			if err != nil {
 				log.Info("tool call failed", "tool", call.Name, "err", err)
 				out = "error: " + err.Error()
@@ -184,6 +189,28 @@ func (a *Agent) RunTurn(ctx context.Context, t *spine.Turn) (string, error) {
 	}
 	a.persist(ctx, req, fresh)
 	return reply, nil
+}
+
+// runTool runs one call under the per-tool work timeout, except for tools
+// that mostly wait for the owner (ask_user has its own answer budget).
+func (a *Agent) runTool(ctx context.Context, call llm.ToolCall) (string, error) {
+	if d := a.o.Config.ToolTimeout; d > 0 {
+		if t, ok := a.o.Tools.Get(call.Name); !ok || !waitsForOwner(t) {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, d)
+			defer cancel()
+		}
+	}
+	out, err := a.o.Tools.Run(ctx, call)
+	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return out, fmt.Errorf("%s did not finish within %s: %w", call.Name, a.o.Config.ToolTimeout, err)
+	}
+	return out, err
+}
+
+func waitsForOwner(t tools.Tool) bool {
+	w, ok := t.(tools.WaitsForOwner)
+	return ok && w.WaitsForOwner()
 }
 
 func (a *Agent) prompt(ctx context.Context, conv string, req spine.TurnRequest) ([]llm.Message, error) {

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -277,4 +278,65 @@ func TestSubagentResultDeliveredThroughHub(t *testing.T) {
 	m.Wait()
 	cancel()
 	s.Shutdown(context.Background())
+}
+
+// stuckTool blocks until its context ends; waits marks it as waiting for the owner.
+type stuckTool struct{ waits bool }
+
+func (stuckTool) Name() string               { return "stuck" }
+func (stuckTool) Description() string        { return "blocks" }
+func (stuckTool) Parameters() map[string]any { return map[string]any{"type": "object"} }
+func (s stuckTool) WaitsForOwner() bool      { return s.waits }
+func (stuckTool) Run(ctx context.Context, _ json.RawMessage) (string, error) {
+	<-ctx.Done()
+	return "", ctx.Err()
+}
+
+func TestToolTimeoutExceptForOwnerWaits(t *testing.T) {
+	f := newFixture(t, call("stuck", `{}`), text("gave up"))
+	f.agent.o.Config.ToolTimeout = 20 * time.Millisecond
+	f.agent.Tools().Register(stuckTool{})
+	reply, err := runDirect(t, f.agent, userReq("go"))
+	if err != nil || reply != "gave up" {
+		t.Fatalf("turn = %q, %v", reply, err)
+	}
+	fb := f.prov.reqs[1].Messages
+	if got := fb[len(fb)-1].Content; !strings.Contains(got, "did not finish within 20ms") {
+		t.Fatalf("timeout not reported to the model: %q", got)
+	}
+
+	// A tool waiting for the owner is not cut off by the work timeout: the
+	// turn's own cancellation is what ends it here.
+	g := newFixture(t, call("stuck", `{}`), text("unreachable"))
+	g.agent.o.Config.ToolTimeout = 20 * time.Millisecond
+	g.agent.Tools().Register(stuckTool{waits: true})
+	s := spine.NewScheduler(g.agent.RunTurn, nil, spine.Options{})
+	defer s.Shutdown(context.Background())
+	tk, _ := s.Submit(userReq("ask"))
+	select {
+	case <-tk.Done():
+		t.Fatal("owner-waiting tool was cut off by the work timeout")
+	case <-time.After(200 * time.Millisecond):
+	}
+	s.Cancel("cli:direct")
+	if r, _ := tk.Wait(context.Background()); r.Err == nil {
+		t.Fatal("cancelled turn reported no error")
+	}
+}
+
+func TestSubagentOfCronTurnInheritsLineage(t *testing.T) {
+	var got spine.TurnRequest
+	m := NewSubagentManager(context.Background(), func(r spine.TurnRequest) (*spine.Ticket, error) {
+		got = r
+		return nil, errors.New("not run")
+	}, nil, nil)
+	ctx := tools.WithTurn(context.Background(), tools.TurnInfo{Origin: spine.OriginCron, FromCron: true})
+	m.Spawn(ctx, "research", "telegram", "1")
+	if v, _ := got.Extras[tools.ExtraFromCron].(bool); !v {
+		t.Fatalf("subagent of a cron turn lost its lineage: %+v", got.Extras)
+	}
+	m.Spawn(tools.WithTurn(context.Background(), tools.TurnInfo{Origin: spine.OriginUser}), "x", "telegram", "1")
+	if got.Extras != nil {
+		t.Fatalf("user subagent marked from cron: %+v", got.Extras)
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/raven-agent/raven/internal/spine"
+	"github.com/raven-agent/raven/internal/tools"
 )
 
 // SubagentManager runs micro-agent turns in the background and delivers
@@ -36,14 +37,20 @@ func NewSubagentManager(ctx context.Context, submit func(spine.TurnRequest) (*sp
 
 // Spawn starts a subagent on task and returns its id at once. The result
 // (or the failure) is posted to channel:chatID when the subagent finishes.
-func (m *SubagentManager) Spawn(_ context.Context, task, channel, chatID string) (string, error) {
+func (m *SubagentManager) Spawn(ctx context.Context, task, channel, chatID string) (string, error) {
 	var b [4]byte
 	rand.Read(b[:])
 	id := "sa-" + hex.EncodeToString(b[:])
-	tk, err := m.submit(spine.TurnRequest{
+	req := spine.TurnRequest{
 		Origin: spine.OriginSubagent, ConversationID: "subagent:" + id, Channel: "subagent", ChatID: id,
 		Content: "You are a background subagent. Complete this task and reply with the result only:\n\n" + task,
-	})
+	}
+	// A subagent inherits its parent's cron lineage: it may not schedule
+	// jobs either.
+	if turn, ok := tools.TurnFrom(ctx); ok && turn.FromCron {
+		req.Extras = map[string]any{tools.ExtraFromCron: true}
+	}
+	tk, err := m.submit(req)
 	if err != nil {
 		return "", fmt.Errorf("agent: spawn subagent: %w", err)
 	}

@@ -57,6 +57,9 @@ type AgentConfig struct {
 	// RecentMessages is how many session messages go into the prompt.
 	RecentMessages int `json:"recent_messages"`
 	MaxTokens      int `json:"max_tokens"`
+	// ToolTimeout bounds one tool call's work (ask_user's wait for the
+	// owner is not counted: it has its own budget).
+	ToolTimeout Duration `json:"tool_timeout"`
 }
 
 // LogConfig selects the log format and level.
@@ -69,7 +72,7 @@ type LogConfig struct {
 func Default() Config {
 	return Config{
 		Providers: ProvidersConfig{MaxAttempts: 3, Timeout: Duration(120 * time.Second)},
-		Agent:     AgentConfig{MaxIterations: 20, HistoryTailBytes: 8 << 10, RecentMessages: 40, MaxTokens: 4096},
+		Agent:     AgentConfig{MaxIterations: 20, HistoryTailBytes: 8 << 10, RecentMessages: 40, MaxTokens: 4096, ToolTimeout: Duration(5 * time.Minute)},
 		Tools:     defaultTools(),
 		Sentinel:  defaultSentinel(),
 		Cron:      defaultCron(),
@@ -194,6 +197,7 @@ func (c *Config) Validate() error {
 		{"agent.history_tail_bytes", c.Agent.HistoryTailBytes >= 0 && c.Agent.HistoryTailBytes <= 1<<20, "must be 0..1048576"},
 		{"agent.recent_messages", c.Agent.RecentMessages >= 0 && c.Agent.RecentMessages <= 1000, "must be 0..1000"},
 		{"agent.max_tokens", c.Agent.MaxTokens >= 1, "must be positive"},
+		{"agent.tool_timeout", c.Agent.ToolTimeout >= Duration(time.Second), "must be at least 1s"},
 		{"log.format", c.Log.Format == "text" || c.Log.Format == "json", `must be "text" or "json"`},
 		{"log.level", oneOf(c.Log.Level, "debug", "info", "warn", "error"), "must be debug, info, warn or error"},
 	}

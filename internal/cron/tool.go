@@ -87,7 +87,7 @@ type toolArgs struct {
 // Run executes one call.
 func (t *Tool) Run(ctx context.Context, raw json.RawMessage) (string, error) {
 	turn, hasTurn := tools.TurnFrom(ctx)
-	if hasTurn && turn.Origin == spine.OriginCron {
+	if hasTurn && (turn.Origin == spine.OriginCron || turn.FromCron) {
 		return "", ErrInCronTurn
 	}
 	var a toolArgs

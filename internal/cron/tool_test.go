@@ -21,6 +21,7 @@ func TestTool(t *testing.T) {
 	tool := NewTool(store, clk, func() { pokes++ })
 	userTurn := tools.WithTurn(context.Background(), tools.TurnInfo{Origin: spine.OriginUser, Channel: "telegram", ChatID: "42"})
 	cronTurn := tools.WithTurn(context.Background(), tools.TurnInfo{Origin: spine.OriginCron, Conversation: "cron:x"})
+	cronChild := tools.WithTurn(context.Background(), tools.TurnInfo{Origin: spine.OriginSubagent, Conversation: "subagent:s1", FromCron: true})
 
 	tests := []struct {
 		name string
@@ -33,6 +34,7 @@ func TestTool(t *testing.T) {
 		{"add delivers back to the asking chat", userTurn, `{"action":"add","name":"tea","message":"brew","every":"30m","deliver":true}`, "added job", nil, ""},
 		{"refused inside a cron turn", cronTurn, `{"action":"add","name":"x","message":"y","every":"1m"}`, "", ErrInCronTurn, ""},
 		{"list refused inside a cron turn", cronTurn, `{"action":"list"}`, "", ErrInCronTurn, ""},
+		{"refused in a subagent spawned by a cron turn", cronChild, `{"action":"add","name":"x","message":"y","every":"1m"}`, "", ErrInCronTurn, ""},
 		{"unknown field", userTurn, `{"action":"add","name":"x","message":"y","every":"1m","when":"now"}`, "", nil, "unknown field"},
 		{"trailing data", userTurn, `{"action":"list"} {}`, "", nil, "trailing"},
 		{"every too short", userTurn, `{"action":"add","name":"x","message":"y","every":"10ms"}`, "", ErrEveryTooShort, ""},

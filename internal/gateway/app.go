@@ -68,8 +68,8 @@ type App struct {
 	// until SetEventSink.
 	emit func(kind, conversation string, payload any)
 
-	ctx     context.Context
-	cancel  context.CancelFunc
+	ctx    context.Context
+	cancel context.CancelFunc
 	// svc scopes the proactive services (cron, heartbeat, Sentinel,
 	// triggers, channels): Close stops them first, so nothing new is
 	// claimed or fired while running turns drain.
@@ -136,7 +136,8 @@ func New(ctx context.Context, o Options) (*App, error) {
 		MemoryPath: o.Paths.Memory(), HistoryPath: o.Paths.History(),
 		Clock: o.Clock, Logger: o.Logger.With("component", "agent"),
 		Config: agent.Config{SystemPrompt: ac.SystemPrompt, MaxIterations: ac.MaxIterations,
-			HistoryTailBytes: ac.HistoryTailBytes, RecentMessages: ac.RecentMessages, MaxTokens: ac.MaxTokens},
+			HistoryTailBytes: ac.HistoryTailBytes, RecentMessages: ac.RecentMessages, MaxTokens: ac.MaxTokens,
+			ToolTimeout: ac.ToolTimeout.D()},
 	})
 	a.Scheduler = spine.NewScheduler(a.Agent.RunTurn, a.Hub, spine.Options{
 		Pools: pools, Logger: o.Logger.With("component", "spine"),

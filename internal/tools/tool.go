@@ -26,6 +26,18 @@ type TurnInfo struct {
 	Conversation string
 	Channel      string
 	ChatID       string
+	// FromCron is set for a cron turn and for every subagent it spawned,
+	// so scheduling cannot be laundered through a subagent.
+	FromCron bool
+}
+
+// ExtraFromCron marks a TurnRequest (in Extras) as descending from a cron turn.
+const ExtraFromCron = "from_cron"
+
+// WaitsForOwner is implemented by tools whose run is mostly waiting for a
+// person (ask_user); the agent does not apply its per-tool work timeout.
+type WaitsForOwner interface {
+	WaitsForOwner() bool
 }
 
 type turnKey struct{}
