@@ -12,6 +12,7 @@ import (
 
 	"github.com/raven-agent/raven/internal/channels"
 	"github.com/raven-agent/raven/internal/chat"
+	"github.com/raven-agent/raven/internal/controlapi"
 	"github.com/raven-agent/raven/internal/gateway"
 	"github.com/raven-agent/raven/internal/spine"
 )
@@ -23,7 +24,8 @@ func newChatCmd(g *globals) *cobra.Command {
 		Short: "Talk to Raven in the terminal (interactive, or one-shot with -m)",
 		Long: `Interactive chat on conversation cli:direct. The prompt stays live while Raven works:
 type to add to the running turn, Ctrl-C cancels it, Ctrl-D (or /quit) exits.
-Proactive messages (reminders, nudges) are printed with a visible marker.
+Proactive messages (reminders, nudges) are printed with a visible marker,
+including those a gateway running on the same data dir produces for cli:direct.
 
 With -m, send one message, print the reply and exit (non-zero on failure).`,
 		Args: exactArgs(0),
@@ -81,7 +83,19 @@ With -m, send one message, print the reply and exit (non-zero on failure).`,
 			if err != nil {
 				return err
 			}
-			app.Hub.Register("cli", channels.NewCLI(repl.Stdout()))
+			out := channels.NewCLI(repl.Stdout())
+			app.Hub.Register("cli", out)
+			// A gateway on the same data dir produces proactive messages for
+			// this conversation too (Sentinel nudges, cron deliveries): follow
+			// it for as long as the REPL runs, reconnecting quietly.
+			repl.Go(func(ctx context.Context) {
+				chat.Follow(ctx, chat.FollowOptions{
+					Conversation: conv, Deliver: out.Deliver, Logger: log,
+					Dial: func(ctx context.Context) (*controlapi.Client, error) {
+						return chat.DialGateway(ctx, p.Socket(), p.OperatorToken())
+					},
+				})
+			})
 			if app.Provider == nil {
 				fmt.Fprintln(repl.Stdout(), "No model configured: replies will explain how to set one (raven config set model ...).")
 			} else {

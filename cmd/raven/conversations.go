@@ -8,23 +8,27 @@ import (
 	"io"
 	"log/slog"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/raven-agent/raven/internal/auth"
+	"github.com/raven-agent/raven/internal/chat"
 	"github.com/raven-agent/raven/internal/clock"
+	"github.com/raven-agent/raven/internal/controlapi"
+	"github.com/raven-agent/raven/internal/gateway"
 	"github.com/raven-agent/raven/internal/questions"
 	"github.com/raven-agent/raven/internal/sqlitedb"
 )
 
 // localOperator is the principal of direct database access by the local
-// operator. It stands in until the CLI goes through the control API with the
-// operator token.
+// operator, used only when no gateway runs on the data dir.
 var localOperator = auth.Principal{Name: "local", Role: auth.RoleOperator}
 
 // questionOps are the dispatcher operations the CLI calls: input_get,
-// input_answer, input_cancel. Today they run on the database directly; a
-// control-API client will provide the same three methods.
+// input_answer, input_cancel. A running gateway serves them over the control
+// API (the principal is then the operator token's); without one they run on
+// the database directly.
 type questionOps interface {
 	InputGet(ctx context.Context, p auth.Principal, params json.RawMessage) (any, error)
 	InputAnswer(ctx context.Context, p auth.Principal, params json.RawMessage) (any, error)
@@ -40,14 +44,32 @@ func newConversationsCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
-// openQuestionOps opens the store as the local operator. The continuation
-// cannot be submitted without the gateway, so it is recorded as failed on
-// the receipt rather than left looking in flight.
+// openQuestionOps reaches the running gateway when there is one, so the
+// answer emits input_resolved and its continuation turn runs there. Only
+// when nothing listens on the socket does it open the store as the local
+// operator; the continuation cannot be submitted then, so it is recorded as
+// failed on the receipt rather than left looking in flight. Either way one
+// line on stderr says which mode was used.
 func openQuestionOps(cmd *cobra.Command, g *globals) (questionOps, func(), error) {
 	p, err := g.paths()
 	if err != nil {
 		return nil, nil, err
 	}
+	dctx, cancel := context.WithTimeout(cmd.Context(), 10*time.Second)
+	c, err := chat.DialGateway(dctx, p.Socket(), p.OperatorToken())
+	cancel()
+	switch {
+	case err == nil:
+		fmt.Fprintf(cmd.ErrOrStderr(), "raven: via the gateway on %s\n", p.Socket())
+		return remoteQuestions{c}, func() { c.Close() }, nil
+	case controlapi.IsCode(err, controlapi.CodeUnauthorized):
+		return nil, nil, fmt.Errorf("conversations: the gateway refused the operator token in %s (restarting the gateway rewrites it): %w", p.OperatorToken(), err)
+	case !errors.Is(err, chat.ErrNoGateway):
+		// Something listens but would not let us in: falling back to the
+		// database would bypass a live gateway.
+		return nil, nil, fmt.Errorf("conversations: %w", err)
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "raven: no gateway running on %s: using the database directly (an answer's continuation cannot run)\n", p.Socket())
 	db, err := sqlitedb.Open(p.DB())
 	if err != nil {
 		return nil, nil, err
@@ -66,7 +88,86 @@ func openQuestionOps(cmd *cobra.Command, g *globals) (questionOps, func(), error
 	return store, func() { db.Close() }, nil
 }
 
-// opErr turns bad input into exit 2 and every other refusal into exit 1.
+// remoteQuestions calls input_get, input_answer and input_cancel on the
+// gateway. The gateway authenticates the operator token; the principal
+// argument is not sent.
+type remoteQuestions struct{ c *controlapi.Client }
+
+func (r remoteQuestions) InputGet(ctx context.Context, _ auth.Principal, params json.RawMessage) (any, error) {
+	var s questions.Snapshot
+	return s, r.call(ctx, "input_get", params, &s)
+}
+
+func (r remoteQuestions) InputAnswer(ctx context.Context, _ auth.Principal, params json.RawMessage) (any, error) {
+	var rc questions.Receipt
+	return rc, r.call(ctx, "input_answer", params, &rc)
+}
+
+func (r remoteQuestions) InputCancel(ctx context.Context, _ auth.Principal, params json.RawMessage) (any, error) {
+	var rc questions.Receipt
+	return rc, r.call(ctx, "input_cancel", params, &rc)
+}
+
+func (r remoteQuestions) call(ctx context.Context, method string, params json.RawMessage, out any) error {
+	if err := r.c.Call(ctx, method, params, out); err != nil {
+		return fromRPC(err)
+	}
+	return nil
+}
+
+// remoteQuestionErr is a questions refusal that came back over the control
+// API. It reads exactly like the direct mode's error and unwraps to the
+// questions code, so exit codes and questions.CodeOf agree in both modes.
+type remoteQuestionErr struct {
+	msg  string
+	code *questions.Error
+}
+
+func (e *remoteQuestionErr) Error() string { return e.msg }
+func (e *remoteQuestionErr) Unwrap() error { return e.code }
+
+// questionCodes maps a questions code to its sentinel; rpcQuestionCodes is
+// the fallback for a gateway that sends no error data.
+var (
+	questionCodes = map[string]*questions.Error{
+		questions.CodeInvalidParams: questions.ErrInvalidParams, questions.CodeForbidden: questions.ErrForbidden,
+		questions.CodeConflict: questions.ErrConflict, questions.CodeNotFound: questions.ErrNotFound,
+		questions.CodeExpired: questions.ErrExpired, questions.CodeUnavailable: questions.ErrUnavailable,
+		questions.CodeNotAnswer: questions.ErrNotAnswer,
+	}
+	rpcQuestionCodes = map[int]string{
+		controlapi.CodeInvalidParams: questions.CodeInvalidParams, controlapi.CodeForbidden: questions.CodeForbidden,
+		controlapi.CodeConflict: questions.CodeConflict, controlapi.CodeNotFound: questions.CodeNotFound,
+	}
+)
+
+// fromRPC turns a JSON-RPC error into the error the direct mode would have
+// returned. Errors that are not refusals of the operation (unauthorized,
+// internal, unavailable, a lost connection) stay as they are: exit 1.
+func fromRPC(err error) error {
+	var re *controlapi.RPCError
+	if !errors.As(err, &re) {
+		return fmt.Errorf("conversations: gateway: %w", err)
+	}
+	var data gateway.QuestionErrorData
+	if re.Data != nil {
+		b, _ := json.Marshal(re.Data)
+		_ = json.Unmarshal(b, &data)
+	}
+	if data.Code == "" {
+		data.Code = rpcQuestionCodes[re.Code]
+	}
+	sentinel, ok := questionCodes[data.Code]
+	if !ok {
+		return fmt.Errorf("conversations: gateway: %w", err)
+	}
+	code := *sentinel
+	code.Reason = data.Reason
+	return &remoteQuestionErr{msg: re.Message, code: &code}
+}
+
+// opErr turns bad input into exit 2 and every other refusal into exit 1, in
+// both modes.
 func opErr(err error) error {
 	if questions.CodeOf(err) == questions.CodeInvalidParams {
 		return usageErr(err)

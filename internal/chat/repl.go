@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 
 	"github.com/chzyer/readline"
 
@@ -38,6 +39,7 @@ type Options struct {
 type REPL struct {
 	o  Options
 	rl *readline.Instance
+	bg []func(ctx context.Context)
 }
 
 // New opens the terminal. Output written through Stdout() keeps the prompt intact.
@@ -64,15 +66,33 @@ func New(o Options) (*REPL, error) {
 // Stdout is where asynchronous output (replies, proactive messages) goes.
 func (r *REPL) Stdout() io.Writer { return r.rl.Stdout() }
 
+// Go registers fn to run for the REPL's lifetime (e.g. Follow): Run starts
+// it, cancels its context when the session ends, and returns only after fn
+// returned. Call Go before Run.
+func (r *REPL) Go(fn func(ctx context.Context)) { r.bg = append(r.bg, fn) }
+
 // Run reads lines until Ctrl-D or ctx ends. Ctrl-C cancels the running turn
 // when there is one, and otherwise clears the line.
 func (r *REPL) Run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
 	defer r.rl.Close()
 	channel, chatID, _ := spine.SplitConversationKey(r.o.Conversation)
+	wg.Add(1)
 	go func() {
+		defer wg.Done()
 		<-ctx.Done()
 		r.rl.Close()
 	}()
+	for _, fn := range r.bg {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			fn(ctx)
+		}()
+	}
 	for {
 		line, err := r.rl.Readline()
 		switch {

@@ -252,9 +252,34 @@ func (g *Gateway) wire(ctx context.Context, o DaemonOptions) error {
 		g.attached.notify(m.Conversation, channels.ChatMessageMethod, m)
 		return nil
 	}))
+	a.Hub.Register(cliChannel, spine.OutletFunc(g.deliverCLI))
 	g.Control.Handle("chat.send", controlapi.Control, g.chatSend)
 	g.Control.Handle("chat.attach", controlapi.Read, g.chatAttach)
 	return g.startChannels(o)
+}
+
+// cliChannel is the terminal chat's channel; its one conversation is
+// cli:direct.
+const (
+	cliChannel = "cli"
+	cliChatID  = "direct"
+)
+
+// deliverCLI forwards a message for the terminal to the `raven chat`
+// sessions attached to its conversation (chat.attach). The terminal is a
+// separate process, so with none attached the message reached nobody: the
+// error says so, and a nudge is then not charged as delivered.
+func (g *Gateway) deliverCLI(_ context.Context, m spine.Message) error {
+	id := m.ChatID
+	if id == "" {
+		id = cliChatID // cron resolves cli with no known chat to the bare channel
+	}
+	conv := spine.ConversationKey(cliChannel, id)
+	cm := channels.ChatMessage{Conversation: conv, Content: m.Content, Origin: string(m.Origin), Proactive: m.Proactive, Reply: m.Reply}
+	if g.attached.notify(conv, channels.ChatMessageMethod, cm) == 0 {
+		return fmt.Errorf("%w %q: no raven chat attached to %s", spine.ErrNoOutlet, cliChannel, conv)
+	}
+	return nil
 }
 
 // chatSendParams is the strict DTO of chat.send.
@@ -312,7 +337,7 @@ func (g *Gateway) continueAnswer(ctx context.Context, conv, runID string, ans qu
 	if err != nil {
 		return err
 	}
-	g.App.Go("answer-run", func(actx context.Context) error {
+	g.App.GoUntilClose("answer-run", func(actx context.Context) error {
 		res, err := tk.Wait(actx)
 		if err != nil {
 			return nil // shutting down: Recover marks it failed at next start
@@ -442,17 +467,31 @@ func rpcErr(v any, err error) (any, error) {
 		return nil, err
 	}
 	msg := err.Error()
+	var re *controlapi.RPCError
 	switch qe.Code() {
 	case "invalid_params", "not_answer":
-		return nil, controlapi.InvalidParams("%s", msg)
+		re = controlapi.InvalidParams("%s", msg)
 	case "forbidden":
-		return nil, controlapi.Forbidden("%s", msg)
+		re = controlapi.Forbidden("%s", msg)
 	case "not_found":
-		return nil, controlapi.NotFound("%s", msg)
+		re = controlapi.NotFound("%s", msg)
 	case "conflict", "expired":
-		return nil, controlapi.Conflict("%s", msg)
+		re = controlapi.Conflict("%s", msg)
+	default:
+		re = controlapi.Errorf(controlapi.CodeUnavailable, "%s", msg)
 	}
-	return nil, controlapi.Errorf(controlapi.CodeUnavailable, "%s", msg)
+	// The JSON-RPC code is coarser than the questions code (expired and
+	// conflict share one); the data keeps the precise one for clients.
+	re.Data = QuestionErrorData{Code: qe.Code(), Reason: qe.Reason}
+	return nil, re
+}
+
+// QuestionErrorData is the data of a JSON-RPC error from the questions
+// methods (input_get, input_answer, input_cancel, clarify.respond): the
+// questions package's error code and reason.
+type QuestionErrorData struct {
+	Code   string `json:"questions_code"`
+	Reason string `json:"reason,omitempty"`
 }
 
 // credentialGenerations adapts the auth store to the questions package's
