@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -17,7 +16,7 @@ import (
 	"github.com/raven-agent/raven/internal/clock"
 	"github.com/raven-agent/raven/internal/config"
 	"github.com/raven-agent/raven/internal/cron"
-	"github.com/raven-agent/raven/internal/spine"
+	"github.com/raven-agent/raven/internal/gateway"
 )
 
 func newCronCmd(g *globals) *cobra.Command {
@@ -50,8 +49,6 @@ func (g *globals) cronEnv() (*cronEnv, error) {
 		store: cron.NewStore(p.CronJobs(), clock.Real(), log, cfg.Cron.LockTimeout.D()),
 	}, nil
 }
-
-func serviceLockPath(p config.Paths) string { return filepath.Join(p.CronDir(), "service.lock") }
 
 // badInput reports whether err is the owner's mistake (exit 2).
 func badInput(err error) bool {
@@ -242,7 +239,7 @@ func newCronRunCmd(g *globals) *cobra.Command {
 			if _, err := env.store.Get(cmd.Context(), id); err != nil {
 				return cronErr(err)
 			}
-			running, err := cron.ServiceRunning(serviceLockPath(env.paths))
+			running, err := cron.ServiceRunning(gateway.CronServiceLock(env.paths))
 			if err != nil {
 				return err
 			}
@@ -253,11 +250,12 @@ func newCronRunCmd(g *globals) *cobra.Command {
 				fmt.Fprintf(cmd.OutOrStdout(), "requested %s; the running cron service fires it (see: raven cron runs %s)\n", id, id)
 				return nil
 			}
-			svc, err := newCronService(env, cmd.OutOrStdout(), nil)
+			srv, err := gateway.OpenCronServer(cmd.Context(), env.serveOptions(cmd.OutOrStdout(), nil))
 			if err != nil {
 				return err
 			}
-			run, ferr := svc.FireRequested(cmd.Context(), id)
+			defer srv.Close(context.WithoutCancel(cmd.Context()))
+			run, ferr := srv.Fire(cmd.Context(), id)
 			if asJSON {
 				if err := printJSON(cmd.OutOrStdout(), run); err != nil {
 					return err
@@ -352,12 +350,8 @@ func newCronServeCmd(g *globals) *cobra.Command {
 			if env.cfg.Model != "" {
 				env.log.Info("cron serve runs no model; delivering job messages verbatim", "model", env.cfg.Model)
 			}
-			svc, err := newCronService(env, cmd.OutOrStdout(), channels)
-			if err != nil {
-				return err
-			}
 			env.log.Info("cron service started", "channels", channels, "pid", os.Getpid(), "jobs", env.paths.CronJobs())
-			err = svc.Run(cmd.Context())
+			err = gateway.ServeCron(cmd.Context(), env.serveOptions(cmd.OutOrStdout(), channels))
 			env.log.Info("cron service stopped")
 			return err
 		},
@@ -366,39 +360,11 @@ func newCronServeCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
-// newCronService builds a model-less service whose "cli" outlet prints to out.
-func newCronService(env *cronEnv, out io.Writer, channels []string) (*cron.Service, error) {
-	hub := spine.NewHub(env.log)
-	hub.Register("cli", spine.OutletFunc(func(_ context.Context, m spine.Message) error {
-		id, _ := m.Extras["cron_job_id"].(string)
-		_, err := fmt.Fprintf(out, "[cron %s] %s\n", id, m.Content)
-		return err
-	}))
-	fh := cron.NewFireHandler(cron.FireOptions{Hub: hub, Forward: env.cfg.Channels.Forward, Logger: env.log})
-	handler := fh.Handle
-	if dir := os.Getenv("RAVEN_CRON_TEST_BLOCK_DIR"); dir != "" {
-		handler = blockingTestHandler(dir)
-	}
-	c := env.cfg.Cron
-	return cron.NewService(cron.Options{
-		Clock: clock.Real(), Logger: env.log, Store: env.store, Runs: cron.NewRunLog(env.paths.CronRuns()),
-		Handler: handler, Channels: channels,
-		MaxSleep: c.MaxSleep.D(), ClaimTTL: c.ClaimTTL.D(), JobTimeout: c.JobTimeout.D(),
-		MaxConcurrent: c.MaxConcurrent, DecayAfter: c.DecayAfter,
-		Notify: fh.Notify, ServiceLock: serviceLockPath(env.paths),
-	})
-}
-
-// blockingTestHandler is a test hook (RAVEN_CRON_TEST_BLOCK_DIR): it marks
-// the fire in dir and blocks until the fire's context ends, so a test can
-// kill -9 this process while it holds a claim.
-func blockingTestHandler(dir string) cron.Handler {
-	return func(ctx context.Context, job cron.Job, at time.Time) (cron.Outcome, error) {
-		name := filepath.Join(dir, fmt.Sprintf("fired-%s-%d", job.ID, os.Getpid()))
-		if err := os.WriteFile(name, []byte(at.Format(time.RFC3339Nano)), 0o600); err != nil {
-			return cron.Outcome{}, err
-		}
-		<-ctx.Done()
-		return cron.Outcome{Status: cron.StatusError}, ctx.Err()
+// serveOptions are the standalone service's options; deliveries to cli
+// print to out.
+func (env *cronEnv) serveOptions(out io.Writer, channels []string) gateway.CronServeOptions {
+	return gateway.CronServeOptions{
+		Paths: env.paths, Config: env.cfg, Logger: env.log, Clock: clock.Real(),
+		Out: out, Channels: channels, WrapHandler: cronTestHook(),
 	}
 }

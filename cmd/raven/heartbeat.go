@@ -5,12 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/raven-agent/raven/internal/agent"
 	"github.com/raven-agent/raven/internal/clock"
 	"github.com/raven-agent/raven/internal/gateway"
 	"github.com/raven-agent/raven/internal/heartbeat"
@@ -167,34 +165,20 @@ func newHeartbeatRunCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return usageErr(err)
 			}
+			app, err := gateway.New(cmd.Context(), gateway.Options{Paths: p, Config: cfg, Logger: log, Provider: prov})
+			if err != nil {
+				return err
+			}
+			defer app.Close(context.WithoutCancel(cmd.Context()))
 			out := cmd.OutOrStdout()
-			hub := spine.NewHub(log)
 			// Nothing but this terminal is attached: the reply is printed.
-			hub.Register("cli", spine.OutletFunc(func(_ context.Context, m spine.Message) error {
+			o, err := app.RunHeartbeatOnce(cmd.Context(), spine.OutletFunc(func(_ context.Context, m spine.Message) error {
 				if asJSON || g.json {
 					return nil
 				}
 				_, err := fmt.Fprintf(out, "\n%s\n", m.Content)
 				return err
 			}))
-			ag := agent.New(agent.Options{
-				Provider: prov, MemoryPath: p.Memory(), HistoryPath: p.History(), Logger: log,
-				Config: agent.Config{SystemPrompt: cfg.Agent.SystemPrompt, MaxIterations: cfg.Agent.MaxIterations,
-					HistoryTailBytes: cfg.Agent.HistoryTailBytes, MaxTokens: cfg.Agent.MaxTokens, Model: modelName(cfg.Model)},
-			})
-			sched := spine.NewScheduler(ag.RunTurn, hub, spine.Options{Logger: log})
-			defer sched.Shutdown(context.WithoutCancel(cmd.Context()))
-
-			opts := heartbeat.ConfigOptions(p, cfg)
-			opts.Channel, opts.ChatID, opts.Forward = "cli", "direct", nil
-			opts.Provider, opts.Model = prov, modelName(cfg.Model)
-			opts.Submit, opts.Post = sched.Submit, hub.Post
-			opts.Logger = log
-			svc, err := heartbeat.New(opts)
-			if err != nil {
-				return err
-			}
-			o, err := svc.TickOnce(cmd.Context())
 			if asJSON || g.json {
 				if perr := printJSON(out, o); perr != nil {
 					return perr
@@ -214,12 +198,4 @@ func newHeartbeatRunCmd(g *globals) *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the outcome as JSON")
 	return cmd
-}
-
-// modelName is the model part of "provider/model" (scripted: the whole spec).
-func modelName(spec string) string {
-	if _, m, ok := strings.Cut(spec, "/"); ok && !strings.HasPrefix(spec, "scripted:") {
-		return m
-	}
-	return spec
 }

@@ -7,8 +7,9 @@ import (
 	"github.com/raven-agent/raven/internal/spine"
 )
 
-// TUIChannel is the channel name of the operator TUI. It is ephemeral: with
-// no TUI attached the gateway registers no outlet and replies are dropped.
+// TUIChannel is the channel name of the operator TUI. It is ephemeral: the
+// gateway's outlet reports spine.ErrNoOutlet when no TUI is attached to the
+// conversation, so the message counts as not delivered.
 const TUIChannel = "tui"
 
 // ChatMessageMethod is the control-API notification that carries a message

@@ -27,6 +27,8 @@ var (
 	buildDir  string
 )
 
+// raven builds the binary with -tags testhooks: the RAVEN_CRON_TEST_BLOCK_DIR
+// hook exists only in such builds.
 func raven(t *testing.T) string {
 	t.Helper()
 	buildOnce.Do(func() {
@@ -35,7 +37,7 @@ func raven(t *testing.T) string {
 			return
 		}
 		ravenBin = filepath.Join(buildDir, "raven")
-		out, err := exec.Command("go", "build", "-o", ravenBin, "github.com/raven-agent/raven/cmd/raven").CombinedOutput()
+		out, err := exec.Command("go", "build", "-tags", "testhooks", "-o", ravenBin, "github.com/raven-agent/raven/cmd/raven").CombinedOutput()
 		if err != nil {
 			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
 		}

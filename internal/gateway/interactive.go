@@ -5,15 +5,29 @@ import (
 	"errors"
 
 	"github.com/raven-agent/raven/internal/channels"
+	"github.com/raven-agent/raven/internal/eventlog"
 	"github.com/raven-agent/raven/internal/questions"
 	"github.com/raven-agent/raven/internal/spine"
 )
 
 // EnableAskUser creates the ask_user broker and registers the tool. notify
 // emits clarify.request to attached TUI clients (nil without a control API).
+// Each question's asking and ending go to the event sink (clarify.requested,
+// clarify.resolved) — never the answer text.
 func (a *App) EnableAskUser(notify func(conv string, req questions.ClarifyRequest)) *questions.Broker {
 	b := questions.NewBroker(questions.BrokerOptions{
-		Clock: a.Clock, Logger: a.Log.With("component", "ask_user"), Notify: notify,
+		Clock: a.Clock, Logger: a.Log.With("component", "ask_user"),
+		Notify: func(conv string, req questions.ClarifyRequest) {
+			a.emit(eventlog.KindClarifyRequested, conv, map[string]any{"batch": req.Batch, "index": req.Index,
+				"total": req.Total, "timeout_s": req.TimeoutS})
+			if notify != nil {
+				notify(conv, req)
+			}
+		},
+		OnResolved: func(conv string, r questions.Resolution) {
+			a.emit(eventlog.KindClarifyResolved, conv, map[string]any{"batch": r.Batch, "index": r.Index,
+				"total": r.Total, "status": r.Status})
+		},
 		Post: func(ctx context.Context, channel, chatID, text string) error {
 			return a.Hub.Post(ctx, spine.Message{Channel: channel, ChatID: chatID, Content: text, Origin: spine.OriginUser})
 		},

@@ -2,6 +2,8 @@ package questions
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"math"
 	"strings"
@@ -32,7 +34,24 @@ type BrokerOptions struct {
 	Post func(ctx context.Context, channel, chatID, text string) error
 	// NewID mints batch IDs; defaults to random UUIDs.
 	NewID func() string
+	// OnResolved observes how each asked question ended (the event log's
+	// clarify.resolved). May be nil. Called without the broker's lock.
+	OnResolved func(conv string, r Resolution)
 }
+
+// Resolution says how one asked question ended. It never carries the
+// answer, so it is safe to log.
+type Resolution struct {
+	Batch string
+	// Index (0-based) and Total place the question in its call.
+	Index  int
+	Total  int
+	Status AnswerStatus
+}
+
+// ErrAskCancelled is the error of an ask_user call ended by CancelAll; its
+// text is what the model reads ("cancelled: <reason>").
+var ErrAskCancelled = errors.New("cancelled")
 
 // Route says where a conversation lives, for channel rendering.
 type Route struct {
@@ -50,19 +69,25 @@ type Broker struct {
 	notify func(string, ClarifyRequest)
 	post   func(context.Context, string, string, string) error
 	newID  func() string
+	onRes  func(string, Resolution)
 
 	mu      sync.Mutex
 	pending map[string]*pendingAsk
 	closed  map[string]closedMark
+	// cancelled, once set by CancelAll, ends every wait and refuses new
+	// ones with this reason.
+	cancelled string
 }
 
 type pendingAsk struct {
-	batch string
-	index int
-	q     Question
-	done  chan struct{} // closed once state leaves waiting
-	state AnswerStatus  // "" while waiting
-	ans   Answer
+	batch    string
+	index    int
+	total    int
+	deadline time.Time
+	q        Question
+	done     chan struct{} // closed once state leaves waiting
+	state    AnswerStatus  // "" while waiting
+	ans      Answer
 }
 
 type closedMark struct {
@@ -85,7 +110,7 @@ func NewBroker(o BrokerOptions) *Broker {
 		o.NewID = newUUID
 	}
 	return &Broker{
-		clk: o.Clock, log: o.Logger, notify: o.Notify, post: o.Post, newID: o.NewID,
+		clk: o.Clock, log: o.Logger, notify: o.Notify, post: o.Post, newID: o.NewID, onRes: o.OnResolved,
 		pending: make(map[string]*pendingAsk),
 		closed:  make(map[string]closedMark),
 	}
@@ -128,9 +153,11 @@ func (b *Broker) AskVia(ctx context.Context, r Route, qs []Question, budget time
 		return answers
 	}
 	for i, q := range qs {
-		p := &pendingAsk{batch: batch, index: i, q: q, done: make(chan struct{})}
-		b.install(r.Conversation, p)
-		b.emit(ctx, r, p, len(qs), deadline.Sub(b.clk.Now()))
+		p := &pendingAsk{batch: batch, index: i, total: len(qs), deadline: deadline, q: q, done: make(chan struct{})}
+		asked := b.install(r.Conversation, p)
+		if asked {
+			b.emit(ctx, r, p)
+		}
 		select {
 		case <-p.done:
 		case <-timer.C():
@@ -139,15 +166,22 @@ func (b *Broker) AskVia(ctx context.Context, r Route, qs []Question, budget time
 			b.resolve(r.Conversation, p, AnswerCancelled)
 		}
 		b.mu.Lock()
-		st, ans := p.state, p.ans
+		st, ans, reason := p.state, p.ans, b.cancelled
 		b.mu.Unlock()
+		if b.onRes != nil && asked {
+			b.onRes(r.Conversation, Resolution{Batch: batch, Index: i, Total: len(qs), Status: st})
+		}
 		switch st {
 		case AnswerGiven:
 			ans.Index = i
 			answers[i] = ans
 			continue
 		case AnswerCancelled:
-			return finish(i, AnswerCancelled), ctx.Err()
+			err := ctx.Err()
+			if err == nil && reason != "" {
+				err = fmt.Errorf("%w: %s", ErrAskCancelled, reason)
+			}
+			return finish(i, AnswerCancelled), err
 		default:
 			b.log.Info("ask_user ended without an answer", "conversation", r.Conversation, "batch", batch, "status", st, "answered", i)
 			return finish(i, st), nil
@@ -159,15 +193,65 @@ func (b *Broker) AskVia(ctx context.Context, r Route, qs []Question, budget time
 
 // install makes p the conversation's pending question, failing the stale one
 // safe: its call returns "superseded" instead of waiting out its budget.
-func (b *Broker) install(conv string, p *pendingAsk) {
+// After CancelAll it ends p at once instead and returns false.
+func (b *Broker) install(conv string, p *pendingAsk) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.cancelled != "" {
+		p.state = AnswerCancelled
+		close(p.done)
+		return false
+	}
 	if old := b.pending[conv]; old != nil && old.batch != p.batch {
 		old.state = AnswerSuperseded
 		close(old.done)
 		b.rememberLocked(conv, old.batch)
 	}
 	b.pending[conv] = p
+	return true
+}
+
+// CancelAll ends every pending ask_user wait as cancelled, and any later
+// one at once: the tool returns "cancelled: <reason>" to the model. The
+// gateway calls it when shutdown starts, so a turn blocked on the owner
+// finishes promptly instead of holding the whole grace period.
+func (b *Broker) CancelAll(reason string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if reason == "" {
+		reason = "the question was withdrawn"
+	}
+	b.cancelled = reason
+	for conv, p := range b.pending {
+		p.state = AnswerCancelled
+		close(p.done)
+		delete(b.pending, conv)
+		b.rememberLocked(conv, p.batch)
+	}
+}
+
+// Pending returns the clarify.request of conv's waiting question, with the
+// budget left now, so a TUI that attaches mid-question can be shown it.
+func (b *Broker) Pending(conv string) (ClarifyRequest, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	p := b.pending[conv]
+	if p == nil {
+		return ClarifyRequest{}, false
+	}
+	return p.request(b.clk.Now()), true
+}
+
+// request is p's clarify.request as of now.
+func (p *pendingAsk) request(now time.Time) ClarifyRequest {
+	choices := p.q.Choices
+	if choices == nil {
+		choices = []string{}
+	}
+	return ClarifyRequest{
+		Question: p.q.Question, Choices: choices, Header: p.q.Header, Recommended: p.q.Recommended,
+		TimeoutS: int(math.Ceil(max(p.deadline.Sub(now), 0).Seconds())), Index: p.index, Total: p.total, Batch: p.batch,
+	}
 }
 
 // resolve ends p with st unless an answer won the race.
@@ -229,20 +313,14 @@ func (b *Broker) rememberLocked(conv, batch string) {
 	b.closed[conv] = closedMark{batch: batch, at: now}
 }
 
-func (b *Broker) emit(ctx context.Context, r Route, p *pendingAsk, total int, remaining time.Duration) {
-	choices := p.q.Choices
-	if choices == nil {
-		choices = []string{}
-	}
+func (b *Broker) emit(ctx context.Context, r Route, p *pendingAsk) {
+	now := b.clk.Now()
 	if b.notify != nil {
-		b.notify(r.Conversation, ClarifyRequest{
-			Question: p.q.Question, Choices: choices, Header: p.q.Header, Recommended: p.q.Recommended,
-			TimeoutS: int(math.Ceil(remaining.Seconds())), Index: p.index, Total: total, Batch: p.batch,
-		})
+		b.notify(r.Conversation, p.request(now))
 	}
 	// The TUI renders clarify.request itself; every other channel gets text.
 	if b.post != nil && r.Channel != "" && r.Channel != "tui" {
-		if err := b.post(ctx, r.Channel, r.ChatID, RenderChannelText(p.q, p.index, total, remaining)); err != nil {
+		if err := b.post(ctx, r.Channel, r.ChatID, RenderChannelText(p.q, p.index, p.total, p.deadline.Sub(now))); err != nil {
 			b.log.Warn("ask_user: post question", "conversation", r.Conversation, "channel", r.Channel, "err", err)
 		}
 	}

@@ -248,13 +248,22 @@ func (s *Store) Answer(ctx context.Context, p auth.Principal, in AnswerParams) (
 	}
 	// The client may be gone; the submission must not be half-done.
 	cctx := context.WithoutCancel(ctx)
-	state, msg := RunSubmitted, ""
-	if cerr := s.opts.Continue(cctx, in.Conversation, runID, *cont); cerr != nil {
-		state, msg = RunFailed, cerr.Error()
-		s.log.Warn("question continuation failed; answer stays accepted, not resubmitted", "run", runID, "err", cerr)
+	// The run is marked submitted before Continue: a fast continuation can
+	// reach FinishRun before Continue returns, and marking afterwards would
+	// then find no open run and leave the receipt short of its final state.
+	if err := s.setRun(cctx, runID, RunSubmitted, "", RunAccepted); err != nil {
+		s.log.Error("questions: record continuation submission", "run", runID, "err", err)
+		return rec, nil
 	}
-	if err := s.setRun(cctx, runID, state, msg, RunAccepted); err != nil {
-		s.log.Error("questions: record continuation state", "run", runID, "err", err)
+	if cerr := s.opts.Continue(cctx, in.Conversation, runID, *cont); cerr != nil {
+		s.log.Warn("question continuation failed; answer stays accepted, not resubmitted", "run", runID, "err", cerr)
+		if err := s.setRun(cctx, runID, RunFailed, cerr.Error(), RunSubmitted); err != nil && CodeOf(err) != CodeNotFound {
+			s.log.Error("questions: record continuation failure", "run", runID, "err", err)
+		}
+	}
+	state, msg, err := s.runState(cctx, runID)
+	if err != nil {
+		s.log.Error("questions: read continuation state", "run", runID, "err", err)
 		return rec, nil
 	}
 	rec.Continuation, rec.ContinuationError = state, msg

@@ -533,3 +533,53 @@ func TestIDsAreOpaqueUUIDs(t *testing.T) {
 		t.Fatal("option IDs changed between reads")
 	}
 }
+
+// TestFastContinuationFinishesBeforeSubmitReturns reproduces the race where
+// the continuation turn ends (FinishRun) before Continue returns: the
+// receipt must end finished/failed, never regress to submitted or accepted.
+func TestFastContinuationFinishesBeforeSubmitReturns(t *testing.T) {
+	cases := []struct {
+		name      string
+		runErr    error // what the continuation turn ends with; nil: finished
+		finish    bool  // FinishRun runs inside Continue
+		contErr   error // what Continue returns
+		wantState string
+		wantMsg   string
+	}{
+		{name: "finished", finish: true, wantState: RunFinished},
+		{name: "turn failed", finish: true, runErr: errors.New("model down"), wantState: RunFailed, wantMsg: "model down"},
+		{name: "still running", wantState: RunSubmitted},
+		{name: "submit failed", contErr: errors.New("scheduler closed"), wantState: RunFailed, wantMsg: "scheduler closed"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var store *Store
+			var finishErr error
+			h := newHarness(t, func(o *StoreOptions) {
+				o.Continue = func(ctx context.Context, _, runID string, _ OwnerAnswer) error {
+					if tc.finish {
+						finishErr = store.FinishRun(ctx, runID, tc.runErr)
+					}
+					return tc.contErr
+				}
+			})
+			store = h.store
+			ctx := context.Background()
+			s := h.ask()
+			rec, err := h.store.Answer(ctx, operator, answerFor(s, 0))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if finishErr != nil {
+				t.Fatalf("FinishRun inside Continue: %v", finishErr)
+			}
+			if rec.Continuation != tc.wantState || !strings.Contains(rec.ContinuationError, tc.wantMsg) {
+				t.Fatalf("receipt continuation = %q (%q), want %q (%q)", rec.Continuation, rec.ContinuationError, tc.wantState, tc.wantMsg)
+			}
+			snap, err := h.store.Get(ctx, operator, GetParams{Conversation: ownerConv, RequestID: s.Request.RequestID})
+			if err != nil || snap.Receipt == nil || snap.Receipt.Continuation != tc.wantState {
+				t.Fatalf("stored receipt = %+v, %v; want %s", snap.Receipt, err, tc.wantState)
+			}
+		})
+	}
+}

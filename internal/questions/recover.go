@@ -77,3 +77,12 @@ func (s *Store) setRun(ctx context.Context, runID, state, msg string, from ...st
 	}
 	return nil
 }
+
+// runState reads a run's current state and error message.
+func (s *Store) runState(ctx context.Context, runID string) (state, msg string, err error) {
+	err = s.db.QueryRowContext(ctx, `SELECT state, error FROM question_runs WHERE run_id = ?`, runID).Scan(&state, &msg)
+	if err != nil {
+		return "", "", fmt.Errorf("questions: read run %s: %w", runID, err)
+	}
+	return state, msg, nil
+}

@@ -1,0 +1,105 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/raven-agent/raven/internal/clock"
+	"github.com/raven-agent/raven/internal/config"
+	"github.com/raven-agent/raven/internal/cron"
+	"github.com/raven-agent/raven/internal/llm"
+	"github.com/raven-agent/raven/internal/session"
+)
+
+// A standalone cron service shares the gateway's coupling: a fire is
+// written to the Sentinel's policy ledger, and an owner reply in the
+// session store since the previous fire keeps the job from decaying.
+func TestCronServerLedgerAndDecay(t *testing.T) {
+	cases := []struct {
+		name         string
+		ownerReplied bool
+		wantEnabled  bool
+	}{
+		{name: "owner replied elsewhere", ownerReplied: true, wantEnabled: true},
+		{name: "no reply", ownerReplied: false, wantEnabled: false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			p, err := config.NewPaths(t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg := config.Default()
+			cfg.Model = "openai/gpt-4o-mini" // ignored: the standalone service runs no model
+			cfg.Cron.DecayAfter = 2
+			cfg.Sentinel.Policy.Location = time.UTC
+			clk := clock.NewFake(time.Date(2025, 3, 4, 10, 0, 0, 0, time.UTC))
+			var out syncBuffer
+			srv, err := OpenCronServer(ctx, CronServeOptions{Paths: p, Config: cfg, Clock: clk, Out: &out})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer srv.Close(ctx)
+			if srv.App.Provider != nil {
+				t.Fatal("standalone cron service built a model")
+			}
+			job, err := cron.NewJob(cron.Spec{Name: "stretch", Message: "stand up", Every: "1h", Deliver: true, Channel: "cli", To: "local"}, clk.Now())
+			if err != nil {
+				t.Fatal(err)
+			}
+			store := cron.NewStore(p.CronJobs(), clk, nil, 10*time.Second)
+			if job, err = store.Add(ctx, job); err != nil {
+				t.Fatal(err)
+			}
+			runCtx, stop := context.WithCancel(ctx)
+			done := make(chan error, 1)
+			go func() { done <- srv.Run(runCtx) }()
+			defer func() {
+				stop()
+				if err := <-done; err != nil {
+					t.Errorf("run: %v", err)
+				}
+			}()
+			runs := cron.NewRunLog(p.CronRuns())
+			fire := func(n int) {
+				t.Helper()
+				clk.BlockUntil(1) // the service sleeps until the next fire
+				clk.Advance(time.Hour)
+				eventually(t, fmt.Sprintf("fire %d recorded", n), func() bool {
+					rs, err := runs.Tail(job.ID, n)
+					return err == nil && len(rs) == n
+				})
+				rs, _ := runs.Tail(job.ID, 1)
+				if rs[0].Outcome != cron.StatusDelivered {
+					t.Fatalf("fire %d = %+v", n, rs[0])
+				}
+			}
+			fire(1)
+			if want := fmt.Sprintf("[cron %s] stand up\n", job.ID); out.String() != want {
+				t.Fatalf("stdout = %q, want %q", out.String(), want)
+			}
+			if h := srv.App.Sentinel.Policy.FireHistory()["stretch"]; h.CronFires != 1 {
+				t.Fatalf("policy ledger history = %+v, want one cron fire", h)
+			}
+			if tc.ownerReplied {
+				if err := srv.App.Sessions.Append(ctx, session.Entry{
+					Message:      llm.Message{Role: llm.RoleUser, Content: "done"},
+					Conversation: "cli:local", Channel: "cli", ChatID: "local", Origin: "user", At: clk.Now().Add(time.Minute),
+				}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			fire(2)
+			got, err := store.Get(ctx, job.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Enabled != tc.wantEnabled {
+				t.Fatalf("enabled = %v (%s), want %v", got.Enabled, got.DisabledReason, tc.wantEnabled)
+			}
+		})
+	}
+}

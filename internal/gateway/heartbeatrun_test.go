@@ -1,0 +1,79 @@
+package gateway
+
+import (
+	"context"
+	"os"
+	"sync"
+	"testing"
+
+	"github.com/raven-agent/raven/internal/heartbeat"
+	"github.com/raven-agent/raven/internal/llm"
+	"github.com/raven-agent/raven/internal/spine"
+)
+
+// A foreground heartbeat tick runs through the App's agent loop and
+// delivers only to the outlet it was given, even with channels.forward set.
+func TestRunHeartbeatOnce(t *testing.T) {
+	const tasks = "# Heartbeat\n## Tasks\n- At 9:00 on weekdays, send me the day's agenda.\n"
+	decide := func(args string) llm.Turn {
+		return llm.Turn{ToolCalls: []llm.ToolCall{{ID: "d1", Name: heartbeat.DecisionTool, Arguments: args}}}
+	}
+	cases := []struct {
+		name      string
+		file      string // "" : no HEARTBEAT.md
+		turns     []llm.Turn
+		route     heartbeat.Route
+		delivered []string
+	}{
+		{name: "no file", route: heartbeat.RouteNoFile},
+		{name: "nothing due", file: tasks, turns: []llm.Turn{decide(`{"action":"skip","reason":"not 9:00 yet"}`)}, route: heartbeat.RouteSkip},
+		{name: "task due", file: tasks, turns: []llm.Turn{
+			decide(`{"action":"run","tasks":"Send the agenda.","reason":"9:00 weekday"}`),
+			{Content: "Agenda: standup at 10."},
+		}, route: heartbeat.RouteRun, delivered: []string{"Agenda: standup at 10."}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			a, _ := newApp(t, false, llm.NewScripted(tc.turns))
+			defer a.Close(context.Background())
+			a.Config.Channels.Forward = []string{"telegram:42"}
+			var forwarded bool
+			a.Hub.Register("telegram", spine.OutletFunc(func(context.Context, spine.Message) error {
+				forwarded = true
+				return nil
+			}))
+			if tc.file != "" {
+				if err := os.WriteFile(a.Paths.Heartbeat(), []byte(tc.file), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var (
+				mu  sync.Mutex
+				got []string
+			)
+			o, err := a.RunHeartbeatOnce(context.Background(), spine.OutletFunc(func(_ context.Context, m spine.Message) error {
+				mu.Lock()
+				defer mu.Unlock()
+				if m.ChatID != "direct" {
+					t.Errorf("delivered to cli:%s, want cli:direct", m.ChatID)
+				}
+				got = append(got, m.Content)
+				return nil
+			}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if o.Route != tc.route {
+				t.Fatalf("route = %s (%s), want %s", o.Route, o.Error, tc.route)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if len(got) != len(tc.delivered) || (len(got) > 0 && got[0] != tc.delivered[0]) {
+				t.Fatalf("delivered %q, want %q", got, tc.delivered)
+			}
+			if forwarded {
+				t.Fatal("a manual run reached channels.forward")
+			}
+		})
+	}
+}
