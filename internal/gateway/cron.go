@@ -3,7 +3,6 @@ package gateway
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"time"
 
 	"github.com/raven-agent/raven/internal/cron"
@@ -15,8 +14,27 @@ import (
 // and registers the cron tool. A fire writes the shared NudgePolicy ledger
 // and a neutral feedback record, and wakes the heartbeat.
 func (a *App) StartCron(ctx context.Context, channels ...string) error {
+	svc, store, err := a.buildCron(channels, nil)
+	if err != nil {
+		return err
+	}
+	a.Tools.Register(cron.NewTool(store, a.Clock, svc.Poke))
+	if a.Config.Cron.Enabled {
+		a.Go("cron", svc.Run)
+	}
+	return nil
+}
+
+// buildCron assembles the cron service every surface shares (gateway,
+// chat, `raven cron serve`): turns through the scheduler when a model is
+// configured (else verbatim delivery), owner activity from the session
+// store resetting decay, fires coupled to the Sentinel's ledger, and the
+// heartbeat woken after each fire. wrap, when set, decorates the handler
+// (process tests only).
+func (a *App) buildCron(channels []string, wrap func(cron.Handler) cron.Handler) (*cron.Service, *cron.Store, error) {
 	cc := a.Config.Cron
-	store := cron.NewStore(a.Paths.CronJobs(), a.Clock, a.Log.With("component", "cron"), cc.LockTimeout.D())
+	log := a.Log.With("component", "cron")
+	store := cron.NewStore(a.Paths.CronJobs(), a.Clock, log, cc.LockTimeout.D())
 	var submit func(spine.TurnRequest) (*spine.Ticket, error)
 	if a.Provider != nil {
 		submit = a.Scheduler.Submit
@@ -31,28 +49,28 @@ func (a *App) StartCron(ctx context.Context, channels ...string) error {
 				a.Wake.RequestWakeNow("cron " + jobID + " fired")
 			}
 		},
-		Logger: a.Log.With("component", "cron"),
+		Logger: log,
 	})
+	handler := cron.Handler(fh.Handle)
+	if wrap != nil {
+		handler = wrap(handler)
+	}
 	svc, err := cron.NewService(cron.Options{
-		Clock: a.Clock, Logger: a.Log.With("component", "cron"), Store: store, Runs: cron.NewRunLog(a.Paths.CronRuns()),
-		Handler: fh.Handle, Notify: fh.Notify, Channels: channels,
+		Clock: a.Clock, Logger: log, Store: store, Runs: cron.NewRunLog(a.Paths.CronRuns()),
+		Handler: handler, Notify: fh.Notify, Channels: channels,
 		MaxSleep: cc.MaxSleep.D(), ClaimTTL: cc.ClaimTTL.D(), JobTimeout: cc.JobTimeout.D(),
 		MaxConcurrent: cc.MaxConcurrent, DecayAfter: cc.DecayAfter,
 		UserRespondedSince: func(channel, chatID string, t time.Time) bool {
 			at, ok := a.Sessions.LastUserMessageAt(a.ctx, spine.ConversationKey(channel, chatID))
 			return ok && at.After(t)
 		},
-		ServiceLock: filepath.Join(a.Paths.CronDir(), "service.lock"),
+		ServiceLock: CronServiceLock(a.Paths),
 	})
 	if err != nil {
-		return err
+		return nil, nil, fmt.Errorf("gateway: cron service: %w", err)
 	}
 	a.Cron = svc
-	a.Tools.Register(cron.NewTool(store, a.Clock, svc.Poke))
-	if cc.Enabled {
-		a.Go("cron", svc.Run)
-	}
-	return nil
+	return svc, store, nil
 }
 
 // recordCronFire couples a cron fire to the Sentinel's ledger: the topic is

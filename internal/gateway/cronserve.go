@@ -6,7 +6,6 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
-	"time"
 
 	"github.com/raven-agent/raven/internal/clock"
 	"github.com/raven-agent/raven/internal/config"
@@ -75,35 +74,11 @@ func (s *CronServer) init(ctx context.Context, o CronServeOptions) error {
 	if _, err := a.AttachSentinel(ctx); err != nil {
 		return err
 	}
-	cc := a.Config.Cron
-	log := a.Log.With("component", "cron")
-	store := cron.NewStore(a.Paths.CronJobs(), a.Clock, log, cc.LockTimeout.D())
-	fh := cron.NewFireHandler(cron.FireOptions{
-		Hub: a.Hub, Forward: a.Config.Channels.Forward,
-		LastChatID: func(ch string) (string, bool) { return a.Sessions.LastChatID(a.ctx, ch) },
-		RecordFire: a.recordCronFire,
-		Logger:     log,
-	})
-	handler := cron.Handler(fh.Handle)
-	if o.WrapHandler != nil {
-		handler = o.WrapHandler(handler)
-	}
-	svc, err := cron.NewService(cron.Options{
-		Clock: a.Clock, Logger: log, Store: store, Runs: cron.NewRunLog(a.Paths.CronRuns()),
-		Handler: handler, Notify: fh.Notify, Channels: o.Channels,
-		MaxSleep: cc.MaxSleep.D(), ClaimTTL: cc.ClaimTTL.D(), JobTimeout: cc.JobTimeout.D(),
-		MaxConcurrent: cc.MaxConcurrent, DecayAfter: cc.DecayAfter,
-		UserRespondedSince: func(channel, chatID string, t time.Time) bool {
-			at, ok := a.Sessions.LastUserMessageAt(a.ctx, spine.ConversationKey(channel, chatID))
-			return ok && at.After(t)
-		},
-		ServiceLock: CronServiceLock(a.Paths),
-	})
+	svc, _, err := a.buildCron(o.Channels, o.WrapHandler)
 	if err != nil {
-		return fmt.Errorf("gateway: cron service: %w", err)
+		return err
 	}
 	s.Service = svc
-	a.Cron = svc
 	return nil
 }
 
