@@ -34,13 +34,8 @@ With -m, send one message, print the reply and exit (non-zero on failure).`,
 			if err != nil {
 				return err
 			}
-			logw := os.Stderr
-			log := newLogger(logw, cfg)
-			if message == "" {
-				// Keep routine logs off the interactive screen.
-				cfg.Log.Level = "warn"
-				log = newLogger(logw, cfg)
-			}
+			// Keep routine logs off the conversation.
+			log := quietLogger(os.Stderr, cfg)
 			ctx := cmd.Context()
 			app, err := gateway.New(ctx, gateway.Options{Paths: p, Config: cfg, Logger: log})
 			if err != nil {

@@ -37,7 +37,7 @@ func newHeartbeatTriggerCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			st := wake.NewTriggerStore(p.Triggers(), clock.Real(), newLogger(cmd.ErrOrStderr(), cfg))
+			st := wake.NewTriggerStore(p.Triggers(), clock.Real(), quietLogger(cmd.ErrOrStderr(), cfg))
 			t, err := st.Add(cmd.Context(), wake.TriggerHeartbeat, reason)
 			var ce *wake.CorruptError
 			if errors.As(err, &ce) {
@@ -160,7 +160,7 @@ func newHeartbeatRunCmd(g *globals) *cobra.Command {
 			if cfg.Model == "" {
 				return errors.New("heartbeat run: no model configured; set \"model\" in config.json, RAVEN_MODEL or --model (e.g. ollama/qwen2.5:7b)")
 			}
-			log := newLogger(cmd.ErrOrStderr(), cfg)
+			log := quietLogger(cmd.ErrOrStderr(), cfg)
 			prov, err := gateway.NewProvider(cfg, clock.Real(), log)
 			if err != nil {
 				return usageErr(err)

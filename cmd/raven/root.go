@@ -68,7 +68,17 @@ func (g *globals) loadConfig() (config.Paths, config.Config, error) {
 	return p, cfg, nil
 }
 
-// logger builds the process logger from config.
+// quietLogger is the logger of one-shot commands: routine info lines would
+// only clutter their output, so the level is at least warn unless the owner
+// asked for debug.
+func quietLogger(w io.Writer, cfg config.Config) *slog.Logger {
+	if cfg.Log.Level == "info" {
+		cfg.Log.Level = "warn"
+	}
+	return newLogger(w, cfg)
+}
+
+// newLogger builds the process logger from config (daemons: gateway, cron serve).
 func newLogger(w io.Writer, cfg config.Config) *slog.Logger {
 	var lvl slog.Level
 	_ = lvl.UnmarshalText([]byte(strings.ToUpper(cfg.Log.Level)))
