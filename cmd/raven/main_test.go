@@ -57,6 +57,7 @@ func startGatewayChild(t *testing.T, dataDir string, args ...string) *gatewayChi
 	}
 	g.cmd.Env = append(g.cmd.Env, childEnv+"=1")
 	g.cmd.Stderr = g.log
+	g.cmd.WaitDelay = 5 * time.Second // never hang on a pipe a stray grandchild holds
 	if err := g.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

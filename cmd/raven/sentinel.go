@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/raven-agent/raven/internal/channels"
 	"github.com/raven-agent/raven/internal/clock"
 	"github.com/raven-agent/raven/internal/config"
 	"github.com/raven-agent/raven/internal/gateway"
@@ -22,6 +23,10 @@ import (
 	"github.com/raven-agent/raven/internal/sqlitedb"
 )
 
+// terminalChannel is the terminal's channel: the one outlet `raven sentinel`
+// has.
+const terminalChannel = "cli"
+
 func newSentinelCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "sentinel",
@@ -31,8 +36,11 @@ func newSentinelCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
-// sentinelEnv builds a Sentinel over the data dir's shared files. Proactive
-// messages go to out: with no gateway attached, the terminal is the outlet.
+// sentinelEnv builds a Sentinel over the data dir's shared files. The only
+// outlet here is the terminal (out): a nudge for a cli session is printed
+// with the proactive marker; one for any other channel is not delivered
+// (the gateway owns those outlets), so the shared ledger and feedback log
+// never record a delivery that did not happen.
 // withModel builds the planner's model (sentinel.planner_model or the global
 // one) and reads the session store; close releases what was opened.
 func sentinelEnv(g *globals, out io.Writer, withModel bool) (sys *sentinel.System, p config.Paths, close func(), err error) {
@@ -41,7 +49,7 @@ func sentinelEnv(g *globals, out io.Writer, withModel bool) (sys *sentinel.Syste
 	if err != nil {
 		return nil, p, close, err
 	}
-	log := newLogger(os.Stderr, cfg)
+	log := quietLogger(os.Stderr, cfg)
 	var provider llm.Provider
 	var sessions sentinel.SessionLister
 	var lastActivity func(context.Context, string) (time.Time, bool)
@@ -69,9 +77,13 @@ func sentinelEnv(g *globals, out io.Writer, withModel bool) (sys *sentinel.Syste
 			sessions, lastActivity, messages, close = st.Active, st.LastActivity, st.Since, func() { db.Close() }
 		}
 	}
-	post := func(_ context.Context, m spine.Message) error {
-		_, err := fmt.Fprintf(out, "→ [%s:%s] %s\n", m.Channel, m.ChatID, m.Content)
-		return err
+	terminal := channels.NewCLI(out)
+	post := func(ctx context.Context, m spine.Message) error {
+		if m.Channel == terminalChannel {
+			return terminal.Deliver(ctx, m)
+		}
+		fmt.Fprintf(out, "not delivered: no %s outlet in this process (the gateway delivers it)\n", m.Channel)
+		return spine.ErrNoOutlet
 	}
 	sys, err = sentinel.NewSystem(sentinel.SystemOptions{
 		Paths: p, Config: cfg.Sentinel, Provider: provider, Post: post,
@@ -80,7 +92,7 @@ func sentinelEnv(g *globals, out io.Writer, withModel bool) (sys *sentinel.Syste
 			if ch, id, ok := spine.SplitConversationKey(session); ok {
 				return []executor.Target{{Channel: ch, ChatID: id}}
 			}
-			return []executor.Target{{Channel: "cli", ChatID: "local"}}
+			return []executor.Target{{Channel: terminalChannel, ChatID: "local"}}
 		},
 		Clock: clock.Real(), Logger: log,
 	})
@@ -97,7 +109,8 @@ func newSentinelTickCmd(g *globals) *cobra.Command {
 		Use:   "tick",
 		Short: "Run one Sentinel tick now and show decision, route, policy verdict and delivery",
 		Long: "Runs one tick against the shared state (policy ledger, inject queue, defer heap).\n" +
-			"A nudge is printed here when no gateway delivers it. Runs even when sentinel.enabled is false.",
+			"A nudge for a cli session is printed here; one for another channel is reported as not\n" +
+			"delivered (the gateway delivers those). Runs even when sentinel.enabled is false.",
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			out := cmd.OutOrStdout()

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/raven-agent/raven/internal/channels"
 	"github.com/raven-agent/raven/internal/sentinel"
 	"github.com/raven-agent/raven/internal/sentinel/feedback"
 )
@@ -17,10 +18,13 @@ import (
 // with exit code 2.
 func TestSentinelAndNudgesCLI(t *testing.T) {
 	dir := t.TempDir()
-	script := filepath.Join(dir, "planner.json")
-	if err := os.WriteFile(script, []byte(`{"turns":[{"tool_calls":[{"name":"planner_decision","arguments":
-		{"action":"nudge","reason":"deadline","priority":"medium","proactivity_score":0.8,"nudge_message":"The tax return is due Friday.","target_session":"telegram:42"}}]}]}`), 0o600); err != nil {
-		t.Fatal(err)
+	planner := func(name, target string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(`{"turns":[{"tool_calls":[{"name":"planner_decision","arguments":
+		{"action":"nudge","reason":"deadline","priority":"medium","proactivity_score":0.8,"nudge_message":"The tax return is due Friday.","target_session":"`+target+`"}}]}]}`), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
 	}
 	// No quiet hours, so the test passes at any time of day.
 	cfg := `{"sentinel":{"policy":{"quiet_hours":{"start":"00:00","end":"00:00"}}}}`
@@ -28,13 +32,32 @@ func TestSentinelAndNudgesCLI(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	out, err := runRaven(t, "", "--data-dir", dir, "--model", "scripted:"+script, "sentinel", "tick", "--json")
+	// A Telegram nudge: this process has no Telegram outlet, so nothing is
+	// delivered and nothing is charged or logged; the verdict still shows.
+	out, err := runRaven(t, "", "--data-dir", dir, "--model", "scripted:"+planner("tg.json", "telegram:42"), "sentinel", "tick")
+	if err != nil {
+		t.Fatal(err, out)
+	}
+	for _, want := range []string{"not delivered: no telegram outlet in this process (the gateway delivers it)", "policy:   allowed", "delivered: no"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("tick lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "→ [telegram:42]") {
+		t.Fatalf("phantom delivery printed:\n%s", out)
+	}
+	if out, err := runRaven(t, "", "--data-dir", dir, "nudges", "--json"); err != nil || strings.TrimSpace(out) != "[]" {
+		t.Fatalf("undelivered nudge logged: %s (%v)", out, err)
+	}
+
+	// A terminal nudge is delivered here, with the proactive marker.
+	out, err = runRaven(t, "", "--data-dir", dir, "--model", "scripted:"+planner("cli.json", "cli:local"), "sentinel", "tick", "--json")
 	if err != nil {
 		t.Fatal(err, out)
 	}
 	// The post to the terminal precedes the JSON record.
 	i := strings.Index(out, "{")
-	if !strings.Contains(out[:max(i, 0)], "→ [telegram:42] The tax return is due Friday.") {
+	if !strings.Contains(out[:max(i, 0)], channels.ProactiveMarker+"The tax return is due Friday.") {
 		t.Fatalf("nudge not printed: %s", out)
 	}
 	var rec sentinel.TickRecord

@@ -50,6 +50,10 @@ type SentinelConfig struct {
 	// Routines is the learner of recurring patterns in HISTORY.md shown to
 	// the planner (default on; pure algorithm, no model calls).
 	Routines RoutinesConfig `json:"routines"`
+	// Plan is the daily-plan producer: the day's intended fires from the
+	// learned routines and today's deadlines, written to attention.md's
+	// "Today's plan" and fed to the scheduled-fire fast path.
+	Plan PlanConfig `json:"plan"`
 
 	// InjectTTL drops injects no reply carried in time (default 6h);
 	// InjectCap bounds each session's inject queue (default 3, FIFO).
@@ -65,7 +69,8 @@ type SentinelConfig struct {
 
 	// FeedbackWindow of the acceptance rate that retunes the policy (default 168h).
 	FeedbackWindow Duration `json:"feedback_window"`
-	// TriggerPoll: how often operator triggers are drained (default 30s).
+	// TriggerPoll: how often the gateway drains operator triggers
+	// (triggers.json: heartbeat wakes, sentinel ticks, discovery), default 2s.
 	TriggerPoll Duration `json:"trigger_poll"`
 
 	// Discovery: the daily task-discovery menu (default off, from 09:00
@@ -96,6 +101,14 @@ type BehaviorsConfig struct {
 	Interval Duration `json:"interval"`
 	// MaxMessages read per extraction (default 200).
 	MaxMessages int `json:"max_messages"`
+}
+
+// PlanConfig configures the daily-plan producer.
+type PlanConfig struct {
+	// Enabled lays out the day's plan (default true; pure algorithm, no
+	// model calls). Recurring routine slots fire without the planner;
+	// deadline slots go to the planner.
+	Enabled bool `json:"enabled"`
 }
 
 // RoutinesConfig configures the routine learner.
@@ -129,13 +142,14 @@ func defaultSentinel() SentinelConfig {
 		BehaviorsTailBytes: 16 << 10,
 		Behaviors:          BehaviorsConfig{Idle: Duration(30 * time.Minute), Interval: Duration(6 * time.Hour), MaxMessages: 200},
 		Routines:           RoutinesConfig{Enabled: true, TailBytes: 256 << 10, MinWeeks: 3, MinDays: 5, Max: 5},
+		Plan:               PlanConfig{Enabled: true},
 		InjectTTL:          Duration(6 * time.Hour),
 		InjectCap:          3,
 		DeferIdle:          Duration(10 * time.Minute),
 		DeferMaxWait:       Duration(4 * time.Hour),
 		DeferPoll:          Duration(time.Minute),
 		FeedbackWindow:     Duration(7 * 24 * time.Hour),
-		TriggerPoll:        Duration(30 * time.Second),
+		TriggerPoll:        Duration(2 * time.Second),
 		DiscoveryHour:      9,
 		DiscoveryOptions:   4,
 		PendingTTL:         Duration(12 * time.Hour),

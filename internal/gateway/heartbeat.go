@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"context"
-	"time"
 
 	"github.com/raven-agent/raven/internal/heartbeat"
 	"github.com/raven-agent/raven/internal/spine"
@@ -44,7 +43,7 @@ func (a *App) StartHeartbeat() (*wake.Scheduler, error) {
 func (a *App) StartTriggers(onTick, onDiscovery func(ctx context.Context)) {
 	store := wake.NewTriggerStore(a.Paths.Triggers(), a.Clock, a.Log.With("component", "triggers"))
 	a.Go("triggers", func(ctx context.Context) error {
-		return store.Consume(ctx, 2*time.Second, func(ctx context.Context, t wake.Trigger) {
+		return store.Consume(ctx, a.Config.Sentinel.TriggerPoll.D(), func(ctx context.Context, t wake.Trigger) {
 			switch t.Kind {
 			case wake.TriggerHeartbeat:
 				if a.Wake != nil {

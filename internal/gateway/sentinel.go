@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -13,10 +12,6 @@ import (
 	"github.com/raven-agent/raven/internal/session"
 	"github.com/raven-agent/raven/internal/spine"
 )
-
-// sentinelTargetWindow bounds how far back a nudge without a target looks
-// for the owner's most recent session.
-const sentinelTargetWindow = 7 * 24 * time.Hour
 
 // StartSentinel builds the Sentinel over the App's data dir and plugs it into
 // the agent loop: the injector as a response modifier, the discovery-menu
@@ -73,17 +68,16 @@ func (a *App) AttachSentinel(ctx context.Context) (*sentinel.System, error) {
 	}
 	sys, err := sentinel.NewSystem(sentinel.SystemOptions{
 		Paths: a.Paths, Config: a.Config.Sentinel, Provider: provider,
-		Post:         a.Hub.Post,
-		Targets:      a.sentinelTargets,
+		Post: a.Hub.Post,
+		// A nudge without a session goes to the owner's most recent
+		// session on a channel this process can deliver to.
+		HasOutlet:    a.Hub.Has,
 		Sessions:     a.Sessions.Active,
 		LastActivity: a.Sessions.LastActivity,
 		Messages:     a.Sessions.Since,
 		Spawn: func(ctx context.Context, task, channel, chatID string) error {
 			_, err := a.Subagents.Spawn(ctx, task, channel, chatID)
 			return err
-		},
-		Tool: func(ctx context.Context, name string, args json.RawMessage) (string, error) {
-			return a.Tools.Run(ctx, llm.ToolCall{Name: name, Arguments: string(args)})
 		},
 		OnDelivered: a.rememberNudge,
 		OnTick: func(rec sentinel.TickRecord) {
@@ -98,6 +92,11 @@ func (a *App) AttachSentinel(ctx context.Context) (*sentinel.System, error) {
 		return nil, fmt.Errorf("gateway: sentinel: %w", err)
 	}
 	a.Agent.AddResponseModifier(sys.Injector.Modify)
+	// The modifier only puts injects in flight; the turn's delivery
+	// decides whether they are charged or requeued.
+	a.OnTurnDone(func(req spine.TurnRequest, res spine.Result) {
+		sys.Injector.SettleTurn(req, a.replyReached(req, res))
+	})
 	a.Agent.AddInboundHook(sys.Consumer.Hook)
 	a.Tools.Register(sys.FeedbackTool())
 	a.Sentinel = sys
@@ -120,26 +119,15 @@ func (a *App) plannerProvider() (llm.Provider, error) {
 	return p, nil
 }
 
-// sentinelTargets sends a nudge for a session to that session, and one
-// without a session to the owner's most recent session on a channel that
-// has an outlet here.
-func (a *App) sentinelTargets(session string) []executor.Target {
-	if session != "" {
-		return nil // the dispatcher splits "channel:chat_id" itself
+// replyReached reports whether a finished turn's reply reached the owner:
+// delivered through an outlet, or — on an ephemeral channel with no outlet
+// here, such as `raven chat -m` — handed back on the ticket to the caller
+// that submitted the turn and prints it.
+func (a *App) replyReached(req spine.TurnRequest, res spine.Result) bool {
+	if res.Err != nil || res.Reply == "" {
+		return false
 	}
-	ctx, cancel := context.WithTimeout(a.ctx, 5*time.Second)
-	defer cancel()
-	ss, err := a.Sessions.Active(ctx, a.Clock.Now().Add(-sentinelTargetWindow))
-	if err != nil {
-		a.Log.Warn("sentinel: no default target; sessions unavailable", "err", err)
-		return nil
-	}
-	for _, s := range ss {
-		if s.Channel != "" && s.ChatID != "" && a.Hub.Has(s.Channel) {
-			return []executor.Target{{Channel: s.Channel, ChatID: s.ChatID}}
-		}
-	}
-	return nil
+	return res.Delivered || (spine.IsEphemeral(req.Channel) && !a.Hub.Has(req.Channel))
 }
 
 // rememberNudge writes a delivered nudge into its conversation's session, so

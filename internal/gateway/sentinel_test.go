@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -76,6 +77,10 @@ func TestStartSentinelWiresAgentLoop(t *testing.T) {
 	if a.Sentinel != sys {
 		t.Fatal("App.Sentinel not set")
 	}
+	// Observers run in registration order: once this one ran, the
+	// Sentinel's settle of the same turn has too.
+	settled := make(chan struct{}, 8)
+	a.OnTurnDone(func(spine.TurnRequest, spine.Result) { settled <- struct{}{} })
 	if _, ok := a.Tools.Get(feedback.ToolName); !ok {
 		t.Fatal("nudge_feedback not registered")
 	}
@@ -86,6 +91,7 @@ func TestStartSentinelWiresAgentLoop(t *testing.T) {
 	if reply := turn(t, a, "weather?"); !strings.Contains(reply, "Sunny") || !strings.Contains(reply, "Passport office") {
 		t.Fatalf("inject did not ride the reply: %q", reply)
 	}
+	<-settled
 	if ns, _ := sys.Feedback.Nudges(5); len(ns) != 1 || ns[0].Action != policy.ActionInject || ns[0].Session != "cli:local" {
 		t.Fatalf("inject not tracked: %+v", ns)
 	}
@@ -94,6 +100,7 @@ func TestStartSentinelWiresAgentLoop(t *testing.T) {
 		t.Fatal(err)
 	}
 	turn(t, a, "stop reminding me about the plumber")
+	<-settled
 	ns, _ := sys.Feedback.Nudges(5)
 	if ns[0].NudgeID != "n-plumber" || ns[0].Verdict != feedback.EventDismissed {
 		t.Fatalf("verdict not recorded: %+v", ns)
@@ -135,5 +142,69 @@ func TestStartSentinelBadPlannerModel(t *testing.T) {
 	a.Config.Sentinel.PlannerModel = "nosuch/model"
 	if _, err := a.StartSentinel(context.Background()); err == nil || !strings.Contains(err.Error(), "planner_model") {
 		t.Fatalf("got %v", err)
+	}
+}
+
+// An inject is charged (policy ledger, feedback log) only when the reply it
+// rode on reached an outlet; a failed delivery puts it back for the next
+// reply, and a system-generated turn never carries it.
+func TestSentinelInjectSettledByDelivery(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	a, _ := newSentinelApp(t, false, []llm.Turn{{Content: "One."}, {Content: "Two."}, {Content: "Three."}})
+	defer a.Close(context.Background())
+	ctx := context.Background()
+	sys, err := a.AttachSentinel(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	settled := make(chan struct{}, 8)
+	a.OnTurnDone(func(spine.TurnRequest, spine.Result) { settled <- struct{}{} })
+	failing := true
+	var got []string
+	a.Hub.Register("telegram", spine.OutletFunc(func(_ context.Context, m spine.Message) error {
+		if failing {
+			return errors.New("telegram down")
+		}
+		got = append(got, m.Content)
+		return nil
+	}))
+	if r := sys.Injector.Queue(ctx, executor.Nudge{Session: "telegram:7", Message: "Passport office closes at 16:00."}); !r.Queued {
+		t.Fatalf("%+v", r)
+	}
+	send := func(origin spine.Origin) spine.Result {
+		t.Helper()
+		tk, err := a.Scheduler.Submit(spine.TurnRequest{Origin: origin, Channel: "telegram", ChatID: "7", Content: "hi"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := tk.Wait(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		<-settled
+		return res
+	}
+	charged := func() int { return sys.Policy.SnapshotState().DayUsed }
+	if res := send(spine.OriginUser); res.Delivered || !strings.Contains(res.Reply, "Passport") {
+		t.Fatalf("first reply: %+v", res)
+	}
+	if ns, _ := sys.Feedback.Nudges(5); len(ns) != 0 || charged() != 0 {
+		t.Fatalf("undelivered inject charged: feedback %+v charged %d", ns, charged())
+	}
+	if p, _ := sys.Injector.Pending(ctx); len(p["telegram:7"]) != 1 {
+		t.Fatalf("undelivered inject not requeued: %+v", p)
+	}
+	failing = false
+	if res := send(spine.OriginCron); strings.Contains(res.Reply, "Passport") {
+		t.Fatalf("system-generated turn carried the inject: %q", res.Reply)
+	}
+	if res := send(spine.OriginUser); !res.Delivered || !strings.Contains(res.Reply, "Passport") {
+		t.Fatalf("requeued inject did not ride the next reply: %+v", res)
+	}
+	if ns, _ := sys.Feedback.Nudges(5); len(ns) != 1 || ns[0].Action != policy.ActionInject || charged() != 1 {
+		t.Fatalf("delivered inject: feedback %+v charged %d", ns, charged())
+	}
+	if p, _ := sys.Injector.Pending(ctx); len(p) != 0 {
+		t.Fatalf("delivered inject still queued: %+v", p)
 	}
 }

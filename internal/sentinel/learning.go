@@ -16,11 +16,18 @@ import (
 // need weeks of history, far more than the planner's tail, so it reads its
 // own longer tail of HISTORY.md when configured to.
 func learnRoutines(historyPath string, cfg config.SentinelConfig, clk clock.Clock, log *slog.Logger) func(string) []Routine {
+	learn := routineLearner(historyPath, cfg, clk, log)
+	return func(tail string) []Routine { return toRoutines(learn(tail)) }
+}
+
+// routineLearner learns from tail, or from the learner's own longer tail
+// of HISTORY.md when configured to read more than the planner's.
+func routineLearner(historyPath string, cfg config.SentinelConfig, clk clock.Clock, log *slog.Logger) func(string) []predictor.Routine {
 	l := predictor.NewRoutineLearner(predictor.LearnerOptions{
 		MinWeeks: cfg.Routines.MinWeeks, MinDays: cfg.Routines.MinDays, MaxRoutines: cfg.Routines.Max,
 	})
 	loc := cfg.Policy.Location
-	return func(tail string) []Routine {
+	return func(tail string) []predictor.Routine {
 		history := tail
 		if cfg.Routines.TailBytes > cfg.HistoryTailBytes {
 			if b, err := memory.TailBytes(historyPath, cfg.Routines.TailBytes); err != nil {
@@ -29,7 +36,7 @@ func learnRoutines(historyPath string, cfg config.SentinelConfig, clk clock.Cloc
 				history = string(b)
 			}
 		}
-		return toRoutines(l.Learn(history, clk.Now(), loc))
+		return l.Learn(history, clk.Now(), loc)
 	}
 }
 

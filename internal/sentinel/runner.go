@@ -13,6 +13,7 @@ import (
 	"github.com/raven-agent/raven/internal/clock"
 	"github.com/raven-agent/raven/internal/sentinel/executor"
 	"github.com/raven-agent/raven/internal/sentinel/policy"
+	"github.com/raven-agent/raven/internal/statefile"
 )
 
 // Routes recorded in TickOutcome.Route.
@@ -82,12 +83,10 @@ type RunnerOptions struct {
 	Discover      func(ctx context.Context, pc PlannerContext) executor.Result
 	DiscoveryHour int
 
-	// Triggers drains operator triggers ("tick", "discover", …); polled
-	// every TriggerInterval while the loop runs. OnTrigger handles names
-	// the runner does not know.
-	Triggers        func(ctx context.Context) ([]string, error)
-	OnTrigger       func(ctx context.Context, name string)
-	TriggerInterval time.Duration
+	// State persists the once-a-day guards (discovery, fired plan slots)
+	// in the shared state file, so a restart or a `raven sentinel tick`
+	// beside a gateway does not repeat them. Nil keeps them in memory.
+	State executor.Store
 
 	// Refresh updates the derived state files (attention.md) before the
 	// context is assembled, so the planner reads this tick's signals.
@@ -108,11 +107,20 @@ type RunnerOptions struct {
 
 // Runner defaults.
 const (
-	DefaultInterval        = 1800 * time.Second
-	DefaultDedupTTL        = 2 * time.Hour
-	DefaultFeedbackWindow  = 7 * 24 * time.Hour
-	DefaultTriggerInterval = 30 * time.Second
+	DefaultInterval       = 1800 * time.Second
+	DefaultDedupTTL       = 2 * time.Hour
+	DefaultFeedbackWindow = 7 * 24 * time.Hour
 )
+
+// RunnerSection is the runner's section of state.json.
+const RunnerSection = "runner"
+
+// runnerState is what must survive a restart: the day discovery last ran
+// and the plan slots fired today.
+type runnerState struct {
+	LastDiscovery string            `json:"last_discovery,omitempty"`
+	FiredSlots    map[string]string `json:"fired_slots,omitempty"` // slot ID -> local day
+}
 
 // Runner drives the Sentinel: assemble, fast paths, plan, route.
 type Runner struct {
@@ -120,12 +128,11 @@ type Runner struct {
 	clk clock.Clock
 	log *slog.Logger
 
-	tickMu        sync.Mutex // one tick at a time (loop, triggers, CLI)
-	skipSig       uint64
-	skipAt        time.Time
-	firedSlots    map[string]string // slot ID -> local day it fired
-	lastTrimDay   string
-	lastDiscovery string
+	tickMu      sync.Mutex // one tick at a time (loop, triggers, CLI)
+	skipSig     uint64
+	skipAt      time.Time
+	lastTrimDay string
+	mem         runnerState // the guards when no State store is set
 
 	loopMu sync.Mutex
 	cancel context.CancelFunc
@@ -152,10 +159,7 @@ func NewRunner(opts RunnerOptions) (*Runner, error) {
 	if opts.FeedbackWindow <= 0 {
 		opts.FeedbackWindow = DefaultFeedbackWindow
 	}
-	if opts.TriggerInterval <= 0 {
-		opts.TriggerInterval = DefaultTriggerInterval
-	}
-	return &Runner{o: opts, clk: opts.Clock, log: opts.Logger, firedSlots: map[string]string{}}, nil
+	return &Runner{o: opts, clk: opts.Clock, log: opts.Logger}, nil
 }
 
 // TickOnce assembles the context and runs one tick.
@@ -183,14 +187,14 @@ func (r *Runner) TickWithContext(ctx context.Context, pc PlannerContext) (out Ti
 	r.maintain(ctx, now)
 	r.maybeDiscover(ctx, pc, now)
 
-	slots := r.dueSlots(now)
+	slots := r.dueSlots(ctx, now)
 	if d, slot, ok := r.scheduledFire(slots); ok {
 		d.At = now
 		r.o.Assembler.RememberLastDecision(d)
 		out = r.route(ctx, d, pc)
 		out.Route = RouteScheduledFire
 		if out.Delivered() {
-			r.firedSlots[slot.ID] = dayKey(now)
+			r.markFired(ctx, now, slot.ID)
 		}
 		return out
 	}
@@ -217,13 +221,13 @@ func (r *Runner) TickWithContext(ctx context.Context, pc PlannerContext) (out Ti
 			out.Route = RouteDeadlineFallback
 			out.Notes = append(out.Notes, "planner: "+d.Reason)
 			if out.Delivered() {
-				r.firedSlots[slot.ID] = dayKey(now)
+				r.markFired(ctx, now, slot.ID)
 			}
 			return out
 		}
 	}
 	out = r.route(ctx, d, pc)
-	r.settleDeadlines(&out, pc.DueDeadlines, now)
+	r.settleDeadlines(ctx, &out, pc.DueDeadlines, now)
 	if d.Action == ActionSkip && !d.ProviderError {
 		r.skipSig, r.skipAt = contextSignature(pc), now
 	} else {
@@ -255,10 +259,26 @@ func (r *Runner) maintain(ctx context.Context, now time.Time) {
 }
 
 func (r *Runner) maybeDiscover(ctx context.Context, pc PlannerContext, now time.Time) {
-	if r.o.Discover == nil || now.Hour() < r.o.DiscoveryHour || r.lastDiscovery == dayKey(now) {
+	if r.o.Discover == nil || now.Hour() < r.o.DiscoveryHour {
 		return
 	}
-	r.lastDiscovery = dayKey(now)
+	today := dayKey(now)
+	claimed := false
+	if err := r.updateState(ctx, func(st *runnerState) bool {
+		if st.LastDiscovery == today {
+			return false
+		}
+		st.LastDiscovery, claimed = today, true
+		return true
+	}); err != nil {
+		// Without the guard a discovery could run twice today; skipping
+		// it until the state is readable again is the quieter failure.
+		r.log.Warn("sentinel: discovery guard unavailable; discovery skipped", "err", err)
+		return
+	}
+	if !claimed {
+		return
+	}
 	res := r.o.Discover(ctx, pc)
 	r.log.Info("sentinel: task discovery ran", "delivered", res.Delivered, "layer", res.Verdict.Layer, "note", res.Note, "err", res.Error)
 }
@@ -275,20 +295,87 @@ func (r *Runner) RunDiscovery(ctx context.Context) executor.Result {
 
 func dayKey(t time.Time) string { return t.Format("2006-01-02") }
 
+// updateState applies fn to the persisted guards (or the in-memory ones
+// without a store); fn reports whether it changed anything.
+func (r *Runner) updateState(ctx context.Context, fn func(*runnerState) bool) error {
+	if r.o.State == nil {
+		fn(&r.mem)
+		return nil
+	}
+	return r.o.State.Update(ctx, func(tx *statefile.Tx) error {
+		var st runnerState
+		if _, err := tx.Get(RunnerSection, &st); err != nil {
+			return err
+		}
+		if !fn(&st) {
+			return nil
+		}
+		return tx.Put(RunnerSection, st)
+	})
+}
+
+// firedToday is the set of slot IDs already fired on now's day.
+func (r *Runner) firedToday(ctx context.Context, now time.Time) map[string]bool {
+	st := r.mem
+	if r.o.State != nil {
+		st = runnerState{}
+		if err := r.o.State.View(ctx, func(tx *statefile.Tx) error {
+			_, err := tx.Get(RunnerSection, &st)
+			return err
+		}); err != nil {
+			r.log.Warn("sentinel: fired plan slots unreadable; assuming none fired", "err", err)
+		}
+	}
+	today := dayKey(now)
+	fired := map[string]bool{}
+	for id, day := range st.FiredSlots {
+		if day == today {
+			fired[id] = true
+		}
+	}
+	return fired
+}
+
+// markFired records slot id as fired on now's day, dropping other days.
+func (r *Runner) markFired(ctx context.Context, now time.Time, id string) {
+	today := dayKey(now)
+	if err := r.updateState(context.WithoutCancel(ctx), func(st *runnerState) bool {
+		for k, d := range st.FiredSlots {
+			if d != today {
+				delete(st.FiredSlots, k)
+			}
+		}
+		if st.FiredSlots == nil {
+			st.FiredSlots = map[string]string{}
+		}
+		st.FiredSlots[id] = today
+		return true
+	}); err != nil {
+		r.log.Warn("sentinel: fired plan slot not recorded; it may fire again today", "slot", id, "err", err)
+	}
+}
+
 // dueSlots are today's slots whose window contains now and that have not
 // fired today.
-func (r *Runner) dueSlots(now time.Time) []PlanSlot {
+func (r *Runner) dueSlots(ctx context.Context, now time.Time) []PlanSlot {
 	if r.o.PlanSlots == nil {
 		return nil
 	}
+	var slots []PlanSlot
+	safe(r.log, "plan_slots", func() { slots = r.o.PlanSlots(now) })
 	var due []PlanSlot
-	safe(r.log, "plan_slots", func() {
-		for _, s := range r.o.PlanSlots(now) {
-			if s.Due(now) && r.firedSlots[s.ID] != dayKey(now) {
-				due = append(due, s)
-			}
+	var fired map[string]bool
+	for _, s := range slots {
+		if !s.Due(now) {
+			continue
 		}
-	})
+		if fired == nil {
+			fired = r.firedToday(ctx, now)
+		}
+		if !fired[s.ID] {
+			due = append(due, s)
+		}
+	}
 	return due
 }
 
@@ -327,11 +414,11 @@ func fallbackDeadline(due []PlanSlot) (PlannerDecision, PlanSlot, bool) {
 
 // settleDeadlines marks deadline slots the decision acted on, and warns
 // about due deadlines this tick did not deliver.
-func (r *Runner) settleDeadlines(out *TickOutcome, due []PlanSlot, now time.Time) {
+func (r *Runner) settleDeadlines(ctx context.Context, out *TickOutcome, due []PlanSlot, now time.Time) {
 	for _, s := range due {
 		acted := out.Decision.Topic != "" && (out.Decision.Topic == s.ID || out.Decision.Topic == s.Topic)
 		if acted && (out.Delivered() || (out.Result != nil && out.Result.Queued)) {
-			r.firedSlots[s.ID] = dayKey(now)
+			r.markFired(ctx, now, s.ID)
 			continue
 		}
 		r.log.Warn("sentinel: due deadline not fired this tick", "slot", s.ID, "priority", s.Priority, "until", s.End, "action", out.Decision.Action, "reason", out.Decision.Reason)
@@ -441,8 +528,9 @@ func (r *Runner) route(ctx context.Context, d PlannerDecision, pc PlannerContext
 	return out
 }
 
-// Start runs the tick loop, the defer loop and (when configured) the
-// trigger loop until ctx ends or Stop is called.
+// Start runs the tick loop and the defer loop until ctx ends or Stop is
+// called. Operator triggers are drained by the gateway, which calls
+// TickOnce and RunDiscovery.
 func (r *Runner) Start(ctx context.Context) {
 	r.loopMu.Lock()
 	defer r.loopMu.Unlock()
@@ -465,15 +553,6 @@ func (r *Runner) Start(ctx context.Context) {
 			r.o.Defer.Run(ctx)
 		}()
 	}
-	if r.o.Triggers != nil {
-		r.wg.Add(1)
-		go func() {
-			defer r.wg.Done()
-			for clock.Sleep(ctx, r.clk, r.o.TriggerInterval) == nil {
-				r.consumeTriggers(ctx)
-			}
-		}()
-	}
 }
 
 // Stop ends the loops and waits for them.
@@ -486,26 +565,4 @@ func (r *Runner) Stop() {
 		cancel()
 	}
 	r.wg.Wait()
-}
-
-func (r *Runner) consumeTriggers(ctx context.Context) {
-	names, err := r.o.Triggers(ctx)
-	if err != nil {
-		r.log.Warn("sentinel: reading triggers failed", "err", err)
-		return
-	}
-	for _, name := range names {
-		switch name {
-		case "tick":
-			r.TickOnce(ctx)
-		case "discover":
-			r.RunDiscovery(ctx)
-		default:
-			if r.o.OnTrigger != nil {
-				r.o.OnTrigger(ctx, name)
-			} else {
-				r.log.Warn("sentinel: unknown trigger ignored", "trigger", name)
-			}
-		}
-	}
 }

@@ -262,8 +262,12 @@ func TestRunnerRoutesActions(t *testing.T) {
 				t.Fatalf("inject: %+v fired %d", out.Result, len(h.gate.fired))
 			}
 			got := h.runner.o.Injector.Modify("telegram:42", "Sure, done.")
-			if got != "Sure, done.\n\nbtw: dentist at 3" || len(h.gate.fired) != 1 {
-				t.Fatalf("modify = %q fired %d", got, len(h.gate.fired))
+			if got != "Sure, done.\n\nbtw: dentist at 3" || len(h.gate.fired) != 0 {
+				t.Fatalf("modify = %q fired %d (charged before delivery)", got, len(h.gate.fired))
+			}
+			h.runner.o.Injector.Settle("telegram:42", true)
+			if len(h.gate.fired) != 1 {
+				t.Fatalf("delivered inject fired %d", len(h.gate.fired))
 			}
 		}},
 		{PlannerDecision{Action: ActionNudgeDefer, NudgeMessage: "later", DeferCondition: "thread idle", TargetSession: "telegram:42"}, RouteDefer, func(t *testing.T, h *harness, out TickOutcome) {
@@ -355,24 +359,14 @@ func TestRunnerRetunesAndTrimsDaily(t *testing.T) {
 
 func TestRunnerLoop(t *testing.T) {
 	dec := &scriptedDecider{ds: []PlannerDecision{skipDecision()}}
-	var triggered sync.WaitGroup
-	triggered.Add(1)
-	once := sync.Once{}
-	h := newHarness(t, dec, func(o *RunnerOptions) {
-		o.Interval = 10 * time.Minute
-		o.TriggerInterval = time.Hour
-		o.Triggers = func(context.Context) ([]string, error) { return []string{"custom"}, nil }
-		o.OnTrigger = func(_ context.Context, name string) { once.Do(triggered.Done) }
-	})
+	h := newHarness(t, dec, func(o *RunnerOptions) { o.Interval = 10 * time.Minute })
 	h.runner.Start(context.Background())
-	h.clk.BlockUntil(3) // tick loop, defer loop, trigger loop
+	h.clk.BlockUntil(2) // tick loop, defer loop
 	h.clk.Advance(10 * time.Minute)
-	h.clk.BlockUntil(3) // the tick ran and the loop sleeps again
+	h.clk.BlockUntil(2) // the tick ran and the loop sleeps again
 	if dec.calls != 1 {
 		t.Fatalf("planner calls %d after one interval", dec.calls)
 	}
-	h.clk.Advance(50 * time.Minute)
-	triggered.Wait()
 	h.runner.Stop()
 	if _, err := os.Stat(filepath.Join(h.dir, "ticks.jsonl")); err != nil {
 		t.Fatal(err)

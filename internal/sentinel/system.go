@@ -30,20 +30,24 @@ type SystemOptions struct {
 	// Post delivers proactive messages (hub.Post); may be bound later with
 	// System.Dispatcher.SetPost.
 	Post executor.PostFunc
-	// Targets resolves a session to outlets. Nil: a session goes to itself
-	// and "no session" goes to the most recently active one.
+	// Targets resolves a session to outlets. Nil: DefaultTargets over
+	// Sessions and HasOutlet.
 	Targets executor.TargetsFunc
+	// HasOutlet reports whether this process can deliver to a channel
+	// (hub.Has); the default target skips sessions on channels it cannot
+	// reach. Nil: every channel counts.
+	HasOutlet func(channel string) bool
 	// Sessions lists owner sessions (session.Store.Active fits); it feeds
 	// the assembler, the open-loops producer and the default target.
 	Sessions SessionLister
 	// LastActivity feeds the defer manager (session.Store.LastActivity fits).
 	LastActivity func(ctx context.Context, session string) (time.Time, bool)
 	Spawn        executor.SpawnFunc
-	Tool         executor.ToolFunc
 	Routines     func(history string) []Routine // nil: the built-in learner (sentinel.routines)
 	Calendar     func(now time.Time) []CalendarEntry
-	PlanSlots    func(day time.Time) []PlanSlot
-	Triggers     func(ctx context.Context) ([]string, error)
+	// PlanSlots overrides the daily-plan producer (sentinel.plan) with a
+	// fixed plan.
+	PlanSlots func(day time.Time) []PlanSlot
 
 	// Messages pages through conversation messages for the behaviors
 	// extractor (session.Store.Since fits); nil leaves it off.
@@ -64,10 +68,13 @@ type SystemOptions struct {
 // System is a wired Sentinel. One Store instance is shared by the policy,
 // the injector and the defer manager.
 type System struct {
-	Store      *statefile.Store
-	Policy     *policy.Policy
-	Feedback   *feedback.Tracker
-	Attention  *attention.Updater // nil when sentinel.attention is off
+	Store     *statefile.Store
+	Policy    *policy.Policy
+	Feedback  *feedback.Tracker
+	Attention *attention.Updater // nil when sentinel.attention is off
+	// Plan is the daily-plan producer; nil when sentinel.plan is off or
+	// SystemOptions.PlanSlots replaced it.
+	Plan       *DailyPlan
 	Assembler  *Assembler
 	Planner    *Planner
 	Dispatcher *executor.NudgeDispatcher
@@ -88,8 +95,8 @@ type System struct {
 	onDelivered executor.DeliveredFunc
 }
 
-// defaultTargetWindow bounds how far back the default target is looked for.
-const defaultTargetWindow = 7 * 24 * time.Hour
+// DefaultTargetWindow bounds how far back the default target is looked for.
+const DefaultTargetWindow = 7 * 24 * time.Hour
 
 // NewSystem builds every component from o.
 func NewSystem(o SystemOptions) (*System, error) {
@@ -119,7 +126,7 @@ func NewSystem(o SystemOptions) (*System, error) {
 	}
 	targets := o.Targets
 	if targets == nil && o.Sessions != nil {
-		targets = s.defaultTargets(o.Sessions, o.Clock)
+		targets = DefaultTargets(o.Sessions, o.HasOutlet, o.Clock, log)
 	}
 	delivered := s.recordDelivery
 
@@ -136,7 +143,7 @@ func NewSystem(o SystemOptions) (*System, error) {
 	s.Spawn = executor.NewSpawn(executor.SpawnOptions{Gate: pol, Spawn: o.Spawn, Targets: targets, OnDelivered: delivered, Logger: log})
 	s.Pending = executor.NewPendingDecisionStore(o.Paths.PendingDecisions(), cfg.PendingTTL.D(), o.Clock)
 	s.Router = executor.NewRouter(executor.RouterOptions{Provider: o.Provider, Model: o.Model, MinConfidence: cfg.DecisionConfidence, Logger: log})
-	s.Actions = executor.NewActionExecutor(executor.ActionExecutorOptions{Gate: pol, Injector: s.Injector, Spawn: s.Spawn, Tool: o.Tool, OnDelivered: delivered, Logger: log})
+	s.Actions = executor.NewActionExecutor(executor.ActionExecutorOptions{Gate: pol, Injector: s.Injector, Spawn: s.Spawn, Logger: log})
 	s.Consumer = executor.NewConsumer(executor.ConsumerOptions{Store: s.Pending, Router: s.Router, Executor: s.Actions, Confirm: cfg.DecisionConfirm, Logger: log})
 	routines := o.Routines
 	if routines == nil && cfg.Routines.Enabled {
@@ -149,18 +156,40 @@ func NewSystem(o SystemOptions) (*System, error) {
 		Sessions: ActiveSessions(o.Sessions), Routines: routines, Calendar: o.Calendar, Policy: pol, Clock: o.Clock, Logger: log,
 	})
 	var refreshers []func(context.Context)
-	if cfg.Attention {
-		s.Attention = attention.NewUpdater(attention.Options{
-			Path: o.Paths.Attention(), MemoryPath: o.Paths.Memory(), HistoryPath: o.Paths.History(),
-			MemoryMaxBytes: cfg.MemoryMaxBytes, HistoryTailBytes: cfg.HistoryTailBytes,
-			Sessions: attentionSessions(o.Sessions), SessionWindow: cfg.OpenLoopWindow.D(),
-			Producers: []attention.Producer{
-				attention.Deadlines{Horizon: cfg.DeadlineHorizon.D()},
-				attention.OpenLoops{Window: cfg.OpenLoopWindow.D()},
-			},
+	ao := attention.Options{
+		Path: o.Paths.Attention(), MemoryPath: o.Paths.Memory(), HistoryPath: o.Paths.History(),
+		MemoryMaxBytes: cfg.MemoryMaxBytes, HistoryTailBytes: cfg.HistoryTailBytes,
+		Sessions: attentionSessions(o.Sessions), SessionWindow: cfg.OpenLoopWindow.D(),
+		Location: cfg.Policy.Location, Clock: o.Clock, Logger: log,
+	}
+	deadlines := attention.Deadlines{Horizon: cfg.DeadlineHorizon.D()}
+	planSlots := o.PlanSlots
+	if planSlots == nil && cfg.Plan.Enabled {
+		var learn func(string) []predictor.Routine
+		if cfg.Routines.Enabled {
+			learn = routineLearner(o.Paths.History(), cfg, o.Clock, log)
+		}
+		reader := attention.NewUpdater(attention.Options{
+			MemoryPath: ao.MemoryPath, HistoryPath: ao.HistoryPath, MemoryMaxBytes: ao.MemoryMaxBytes,
+			HistoryTailBytes: ao.HistoryTailBytes, Location: ao.Location, Clock: o.Clock, Logger: log,
+		})
+		s.Plan = NewDailyPlan(DailyPlanOptions{
+			Routines: learn, Deadlines: deadlines, Input: reader.Input,
 			Location: cfg.Policy.Location, Clock: o.Clock, Logger: log,
 		})
+		planSlots = s.Plan.Slots
+	}
+	if cfg.Attention {
+		ao.Producers = []attention.Producer{deadlines, attention.OpenLoops{Window: cfg.OpenLoopWindow.D()}}
+		if s.Plan != nil {
+			// The same computation feeds the runner: the section is
+			// what the scheduled-fire path will do today.
+			ao.Producers = append(ao.Producers, s.Plan)
+		}
+		s.Attention = attention.NewUpdater(ao)
 		refreshers = append(refreshers, func(ctx context.Context) { s.Attention.Update(ctx) })
+	} else if s.Plan != nil {
+		refreshers = append(refreshers, s.Plan.Refresh)
 	}
 	if s.Behaviors, err = newBehaviors(o, store, log); err != nil {
 		return nil, err
@@ -184,11 +213,11 @@ func NewSystem(o SystemOptions) (*System, error) {
 	}
 	s.Runner, err = NewRunner(RunnerOptions{
 		Assembler: s.Assembler, Planner: s.Planner, Dispatcher: s.Dispatcher, Injector: s.Injector, Defer: s.Defer, Spawn: s.Spawn,
-		PlanSlots: o.PlanSlots, DeadlineFallback: cfg.DeadlineFallback,
+		PlanSlots: planSlots, DeadlineFallback: cfg.DeadlineFallback, State: store,
 		Feedback: s.Feedback, Tuner: pol, FeedbackWindow: cfg.FeedbackWindow.D(),
 		TrimFeedback: func(ctx context.Context) error { _, err := s.Feedback.MaybeTrim(ctx); return err },
 		Refresh:      refresh,
-		Discover:     discover, DiscoveryHour: cfg.DiscoveryHour, Triggers: o.Triggers, TriggerInterval: cfg.TriggerPoll.D(),
+		Discover:     discover, DiscoveryHour: cfg.DiscoveryHour,
 		TickLogPath: o.Paths.TickLog(), OnTick: o.OnTick, Interval: cfg.Interval.D(), DedupTTL: cfg.DedupTTL.D(), Clock: o.Clock, Logger: log,
 	})
 	if err != nil {
@@ -240,22 +269,23 @@ func (s *System) RecordVerdict(ctx context.Context, nudgeID, verdict, session, r
 // FeedbackTool is the nudge_feedback tool for the agent's registry.
 func (s *System) FeedbackTool() *feedback.Tool { return feedback.NewTool(s) }
 
-// defaultTargets sends a session to itself and "no session" to the most
-// recently active owner session.
-func (s *System) defaultTargets(list SessionLister, clk clock.Clock) executor.TargetsFunc {
+// DefaultTargets sends a nudge for a session to that session, and one
+// without a session to the owner's most recently active session (within
+// DefaultTargetWindow) on a channel hasOutlet accepts (nil: any channel).
+func DefaultTargets(list SessionLister, hasOutlet func(channel string) bool, clk clock.Clock, log *slog.Logger) executor.TargetsFunc {
 	return func(session string) []executor.Target {
 		if session != "" {
 			return nil // the dispatcher splits "channel:chat_id" itself
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		ss, err := list(ctx, clk.Now().Add(-defaultTargetWindow))
+		ss, err := list(ctx, clk.Now().Add(-DefaultTargetWindow))
 		if err != nil {
-			s.log.Warn("sentinel: no default target; sessions unavailable", "err", err)
+			log.Warn("sentinel: no default target; sessions unavailable", "err", err)
 			return nil
 		}
 		for _, sm := range ss {
-			if sm.Channel != "" && sm.ChatID != "" {
+			if sm.Channel != "" && sm.ChatID != "" && (hasOutlet == nil || hasOutlet(sm.Channel)) {
 				return []executor.Target{{Channel: sm.Channel, ChatID: sm.ChatID}}
 			}
 		}

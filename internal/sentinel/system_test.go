@@ -172,6 +172,7 @@ func TestSystemRecordsEveryDeliveryForFeedback(t *testing.T) {
 				if got := h.sys.Injector.Modify("telegram:42", "Sunny, 14°C."); !strings.Contains(got, "Passport office") {
 					t.Fatalf("reply %q", got)
 				}
+				h.sys.Injector.Settle("telegram:42", true) // the reply reached the owner
 			},
 			action: policy.ActionInject, session: "telegram:42", content: "Passport office closes at 16:00."},
 		{name: "defer dispatched once settled", decision: decisionJSON("nudge_defer", "Confirm the dentist for Friday.", map[string]any{"target_session": "telegram:42", "defer_condition": "after this thread"}),

@@ -107,6 +107,10 @@ func runSentinel(ctx context.Context, e *env) error {
 	}
 	tracker := sys.Feedback
 	app.Agent.AddResponseModifier(sys.Injector.Modify)
+	// As in the gateway: an inject is charged only once its reply went out.
+	app.OnTurnDone(func(r spine.TurnRequest, res spine.Result) {
+		sys.Injector.SettleTurn(r, res.Err == nil && res.Delivered)
+	})
 	fbTool := sys.FeedbackTool()
 	s := &sentinelRun{e: e, app: app, sys: sys, fb: fbTool}
 	startMult := sys.Policy.SnapshotState()

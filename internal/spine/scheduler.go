@@ -297,10 +297,12 @@ func (s *Scheduler) runLane(l *lane) {
 		l.running, l.cancel = nil, nil
 		s.mu.Unlock()
 		cancel(nil)
-		it.ticket.finish(res)
+		// Observers run before the ticket completes, so whoever waits on it
+		// sees their effects (an inject settled, an event recorded).
 		if s.onDone != nil {
 			s.onDone(it.req, res)
 		}
+		it.ticket.finish(res)
 	}
 }
 

@@ -33,15 +33,43 @@ var (
 
 const lineMax = 160
 
-type dated struct {
-	at      time.Time
-	hasTime bool
-	text    string
-	source  string
+// Item is one dated line the producer lists.
+type Item struct {
+	// At is the local date, at midnight unless HasTime.
+	At      time.Time
+	HasTime bool
+	Text    string
+	Source  string // "memory" or "history"
 }
 
 // Produce renders the section body; "" when nothing is due.
 func (d Deadlines) Produce(_ context.Context, in Input) (string, error) {
+	items := d.Items(in)
+	if len(items) == 0 {
+		return "", nil
+	}
+	loc := in.Location
+	if loc == nil {
+		loc = time.Local
+	}
+	today := midnight(in.Now.In(loc))
+	var b strings.Builder
+	for _, it := range items {
+		when := it.At.Format(time.DateOnly)
+		if it.HasTime {
+			when += " " + it.At.Format("15:04")
+		}
+		// Day granularity keeps the body stable within a day, so ticks
+		// between midnights do not rewrite the file.
+		fmt.Fprintf(&b, "- %s (%s, %s): %s\n", when, relDay(today, midnight(it.At)), it.Source, it.Text)
+	}
+	return b.String(), nil
+}
+
+// Items are the dated lines from Overdue ago to Horizon ahead, soonest
+// first, at most Max: what Produce renders, for consumers that need the
+// dates (the daily plan).
+func (d Deadlines) Items(in Input) []Item {
 	horizon, overdue, limit := d.Horizon, d.Overdue, d.Max
 	if horizon <= 0 {
 		horizon = 14 * 24 * time.Hour
@@ -58,7 +86,7 @@ func (d Deadlines) Produce(_ context.Context, in Input) (string, error) {
 	}
 	now := in.Now.In(loc)
 	today := midnight(now)
-	var items []dated
+	var items []Item
 	seen := map[string]bool{}
 	scan := func(text, source string, strip bool) {
 		for line := range strings.SplitSeq(text, "\n") {
@@ -83,27 +111,17 @@ func (d Deadlines) Produce(_ context.Context, in Input) (string, error) {
 					continue
 				}
 				seen[key] = true
-				items = append(items, dated{at: at, hasTime: hasTime, text: cut(line, lineMax), source: source})
+				items = append(items, Item{At: at, HasTime: hasTime, Text: cut(line, lineMax), Source: source})
 			}
 		}
 	}
 	scan(in.Memory, "memory", false)
 	scan(in.History, "history", true)
-	sort.SliceStable(items, func(i, j int) bool { return items[i].at.Before(items[j].at) })
+	sort.SliceStable(items, func(i, j int) bool { return items[i].At.Before(items[j].At) })
 	if len(items) > limit {
 		items = items[:limit]
 	}
-	var b strings.Builder
-	for _, it := range items {
-		when := it.at.Format(time.DateOnly)
-		if it.hasTime {
-			when += " " + it.at.Format("15:04")
-		}
-		// Day granularity keeps the body stable within a day, so ticks
-		// between midnights do not rewrite the file.
-		fmt.Fprintf(&b, "- %s (%s, %s): %s\n", when, relDay(today, midnight(it.at)), it.source, it.text)
-	}
-	return b.String(), nil
+	return items
 }
 
 func parseDate(m []string, loc *time.Location) (time.Time, bool, bool) {

@@ -22,6 +22,9 @@ import (
 const (
 	SectionDeadlines = "Deadlines"
 	SectionOpenLoops = "Open loops"
+	// SectionPlan is the Sentinel's daily plan, written for the owner to
+	// read (its producer lives in package sentinel, which owns PlanSlot).
+	SectionPlan = "Today's plan"
 )
 
 // DefaultSections lists the built-in producers' sections in prompt order.
@@ -200,6 +203,10 @@ func (u *Updater) splice(ctx context.Context, name, body string) (bool, error) {
 	}
 	return changed, nil
 }
+
+// Input reads the sources an update would give its producers, for a
+// consumer that needs them without writing attention.md.
+func (u *Updater) Input(ctx context.Context) Input { return u.gather(ctx) }
 
 // gather reads every source once. A missing or broken source leaves its
 // field empty: producers see less, nothing fails.

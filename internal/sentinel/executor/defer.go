@@ -127,40 +127,63 @@ func orAny(s string) string {
 }
 
 // Poll expires overdue entries and dispatches settled ones, highest
-// priority first. Entries are claimed (removed) under the lock before
-// dispatch so a peer process cannot send them too; one that fails to
-// deliver goes back on the heap until it expires.
+// priority first. Settledness asks LastActivity (the session store), so it
+// is computed from a snapshot outside the shared state lock; the entries
+// are then claimed (removed) by ID under the lock, so a peer process that
+// claimed one first keeps it. One that fails to deliver goes back on the
+// heap until it expires.
 func (m *DeferManager) Poll(ctx context.Context) []Result {
 	now := m.o.Clock.Now()
-	var ready []DeferEntry
-	err := m.o.Store.Update(ctx, func(tx *statefile.Tx) error {
+	var snapshot []DeferEntry
+	err := m.o.Store.View(ctx, func(tx *statefile.Tx) error {
 		raw, ok := tx.Raw(DeferSection)
 		if !ok || len(raw) < 16 { // `{"entries":[]}`: nothing deferred
 			return nil
 		}
 		st, err := loadDefer(tx)
+		snapshot = st.Entries
+		return err
+	})
+	if err != nil {
+		m.o.Logger.Warn("sentinel: defer queue unavailable", "err", err)
+		return nil
+	}
+	if len(snapshot) == 0 {
+		return nil
+	}
+	expired := map[string]bool{}
+	settled := map[string]bool{}
+	for _, e := range snapshot {
+		switch {
+		case !now.Before(e.ExpiresAt):
+			expired[e.ID] = true
+		case m.settled(ctx, e, now):
+			settled[e.ID] = true
+		}
+	}
+	if len(expired) == 0 && len(settled) == 0 {
+		return nil
+	}
+	var ready []DeferEntry
+	err = m.o.Store.Update(ctx, func(tx *statefile.Tx) error {
+		ready = ready[:0]
+		st, err := loadDefer(tx)
 		if err != nil {
 			return err
 		}
-		h := deferHeap(st.Entries)
-		heap.Init(&h)
-		var keep []DeferEntry
-		changed := false
-		for h.Len() > 0 {
-			e := heap.Pop(&h).(DeferEntry)
+		keep := st.Entries[:0:0]
+		for _, e := range st.Entries {
 			switch {
-			case !now.Before(e.ExpiresAt):
-				changed = true
+			case expired[e.ID]:
 				m.o.Logger.Info("sentinel: deferred nudge expired before its session settled", "id", e.ID, "session", e.Nudge.Session, "registered_at", e.RegisteredAt)
-			case m.settled(ctx, e, now):
-				changed = true
+			case settled[e.ID]:
 				ready = append(ready, e)
 			default:
 				keep = append(keep, e)
 			}
 		}
-		if !changed {
-			return nil
+		if len(keep) == len(st.Entries) {
+			return nil // a peer claimed them all first
 		}
 		return tx.Put(DeferSection, deferState{Entries: keep})
 	})
@@ -168,9 +191,12 @@ func (m *DeferManager) Poll(ctx context.Context) []Result {
 		m.o.Logger.Warn("sentinel: defer queue unavailable", "err", err)
 		return nil
 	}
+	h := deferHeap(ready)
+	heap.Init(&h)
 	results := make([]Result, 0, len(ready))
 	var retry []DeferEntry
-	for _, e := range ready {
+	for h.Len() > 0 {
+		e := heap.Pop(&h).(DeferEntry)
 		r := m.o.Dispatch(ctx, e.Nudge)
 		if r.Note == "" {
 			r.Note = "deferred " + e.ID + " dispatched after its session settled"
@@ -186,7 +212,9 @@ func (m *DeferManager) Poll(ctx context.Context) []Result {
 		}
 	}
 	if len(retry) > 0 {
-		if err := m.o.Store.Update(ctx, func(tx *statefile.Tx) error {
+		// Claimed entries must go back even when shutdown cancelled ctx
+		// mid-dispatch, or they would be lost.
+		if err := m.o.Store.Update(context.WithoutCancel(ctx), func(tx *statefile.Tx) error {
 			st, err := loadDefer(tx)
 			if err != nil {
 				return err

@@ -2,7 +2,6 @@ package executor
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -142,8 +141,12 @@ func TestInjectorTTLAndCap(t *testing.T) {
 	if got := in.Modify("tg:1", "reply"); got != "reply\n\ntwo\n\nthree" {
 		t.Fatalf("cap: got %q", got)
 	}
+	if g.firedN() != 0 {
+		t.Fatalf("fired %d before the reply was delivered", g.firedN())
+	}
+	in.Settle("tg:1", true)
 	if g.firedN() != 2 {
-		t.Fatalf("fired %d, want 2 (recorded on consume only)", g.firedN())
+		t.Fatalf("fired %d, want 2 (recorded on delivery only)", g.firedN())
 	}
 	if got := in.Modify("tg:1", "again"); got != "again" {
 		t.Fatalf("consumed twice: %q", got)
@@ -380,16 +383,12 @@ func TestConsumerHook(t *testing.T) {
 	inj, _ := NewInjector(InjectorOptions{Store: openStore(t, filepath.Join(dir, "state.json"), clk), Gate: g, Clock: clk})
 	var spawned []string
 	sp := NewSpawn(SpawnOptions{Gate: g, Spawn: func(_ context.Context, task, _, _ string) error { spawned = append(spawned, task); return nil }})
-	var toolRan string
-	ex := NewActionExecutor(ActionExecutorOptions{Gate: g, Injector: inj, Spawn: sp, Tool: func(_ context.Context, name string, args json.RawMessage) (string, error) {
-		toolRan = name + string(args)
-		return "42 unread", nil
-	}})
+	ex := NewActionExecutor(ActionExecutorOptions{Gate: g, Injector: inj, Spawn: sp})
 	ctx := context.Background()
 	put := func(confirm bool) *DecisionConsumer {
 		_, err := store.Put(ctx, PendingDecision{Session: "tg:1", Title: "Today?", Options: []Option{
 			{Title: "Weather", Kind: KindReply, Reply: "Sunny, 21°C."},
-			{Title: "Inbox", Kind: KindTool, Tool: "mail_count", Args: json.RawMessage(`{"box":"in"}`)},
+			{Title: "Inbox", Kind: "tool"}, // no longer offered; an old menu may hold one
 			{Title: "Digest", Kind: KindSpawn, Task: "summarise news"},
 		}})
 		if err != nil {
@@ -414,12 +413,19 @@ func TestConsumerHook(t *testing.T) {
 	if h, reply := c.Hook(ctx, user("1")); !h || reply != "Sunny, 21°C." {
 		t.Fatalf("reply pick: %v %q", h, reply)
 	}
+	if g.firedN() != 0 {
+		t.Fatal("reply pick charged before its reply was delivered")
+	}
+	inj.SettleTurn(user("1"), true)
+	if g.firedN() != 1 {
+		t.Fatalf("reply pick not charged once delivered: %d", g.firedN())
+	}
 	if h, _ := c.Hook(ctx, user("2")); h {
 		t.Fatal("closed menu consumed a second pick")
 	}
 	c = put(false)
-	if h, reply := c.Hook(ctx, user("/pick 2")); !h || reply != "42 unread" || toolRan != `mail_count{"box":"in"}` {
-		t.Fatalf("tool pick: %v %q %q", h, reply, toolRan)
+	if h, reply := c.Hook(ctx, user("/pick 2")); !h || !strings.Contains(reply, "couldn't") {
+		t.Fatalf("stale tool pick: %v %q", h, reply)
 	}
 	c = put(true)
 	if h, reply := c.Hook(ctx, user("3")); !h || !strings.Contains(reply, "Reply yes") || len(spawned) != 0 {
@@ -428,8 +434,8 @@ func TestConsumerHook(t *testing.T) {
 	if h, reply := c.Hook(ctx, user("yes")); !h || !strings.Contains(reply, "On it") || len(spawned) != 1 {
 		t.Fatalf("confirm: %v %q %v", h, reply, spawned)
 	}
-	if g.firedN() != 3 {
-		t.Fatalf("fired %d, want 3 (reply, tool, spawn)", g.firedN())
+	if g.firedN() != 2 {
+		t.Fatalf("fired %d, want 2 (reply, spawn)", g.firedN())
 	}
 	// Supersede: a new menu replaces the open one; TTL closes it.
 	c = put(false)

@@ -6,11 +6,16 @@ import (
 	"encoding/hex"
 	"fmt"
 	"log/slog"
+	"os"
+	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/raven-agent/raven/internal/clock"
 	"github.com/raven-agent/raven/internal/sentinel/policy"
+	"github.com/raven-agent/raven/internal/spine"
 	"github.com/raven-agent/raven/internal/statefile"
 )
 
@@ -28,6 +33,14 @@ const InjectorSection = "injector"
 const (
 	DefaultInjectTTL = 6 * time.Hour
 	DefaultInjectCap = 3
+	// DefaultInflightTimeout bounds how long an inject may ride a reply
+	// that was never settled (its process died mid-turn) before it is
+	// requeued. It outlasts a turn waiting on ask_user's 10-minute budget.
+	DefaultInflightTimeout = 30 * time.Minute
+
+	// storeTimeout bounds a modifier's or settle's wait for the state
+	// lock: the seam has no context, and a reply must not hang on it.
+	storeTimeout = 5 * time.Second
 )
 
 // InjectorOptions are the NudgeInjector's dependencies.
@@ -38,7 +51,12 @@ type InjectorOptions struct {
 	TTL time.Duration
 	// Cap bounds each session's queue; the oldest is evicted beyond it
 	// (default 3).
-	Cap         int
+	Cap int
+	// InflightTimeout requeues injects taken by a reply that was never
+	// settled (default 30m).
+	InflightTimeout time.Duration
+	// OnDelivered sees each inject once Settle learned its reply was
+	// delivered.
 	OnDelivered DeliveredFunc
 	Clock       clock.Clock
 	Logger      *slog.Logger
@@ -51,14 +69,28 @@ type InjectEntry struct {
 	QueuedAt time.Time `json:"queued_at"`
 }
 
+// InflightEntry is an inject taken by a reply whose delivery is not yet
+// known. Owner is the injector instance that took it.
+type InflightEntry struct {
+	InjectEntry
+	Owner   string    `json:"owner"`
+	TakenAt time.Time `json:"taken_at"`
+}
+
 type injectorState struct {
-	Queues map[string][]InjectEntry `json:"queues"`
+	Queues   map[string][]InjectEntry   `json:"queues"`
+	InFlight map[string][]InflightEntry `json:"in_flight,omitempty"`
 }
 
 // NudgeInjector queues messages that ride the agent's next reply in a
-// session. Its Modify method is the agent loop's response modifier.
+// session. Its Modify method is the agent loop's response modifier and
+// Settle (or SettleTurn) its delivery report.
 type NudgeInjector struct {
-	o InjectorOptions
+	o     InjectorOptions
+	owner string
+
+	mu   sync.Mutex
+	mine map[string][]InjectEntry // session -> taken by this instance, unsettled
 }
 
 // NewInjector returns an injector.
@@ -72,17 +104,21 @@ func NewInjector(opts InjectorOptions) (*NudgeInjector, error) {
 	if opts.Cap <= 0 {
 		opts.Cap = DefaultInjectCap
 	}
+	if opts.InflightTimeout <= 0 {
+		opts.InflightTimeout = DefaultInflightTimeout
+	}
 	if opts.Clock == nil {
 		opts.Clock = clock.Real()
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &NudgeInjector{o: opts}, nil
+	owner := newID("inj" + strconv.Itoa(os.Getpid()))
+	return &NudgeInjector{o: opts, owner: owner, mine: map[string][]InjectEntry{}}, nil
 }
 
 // Queue checks the policy and queues n for its session's next reply. The
-// fire is recorded only when a reply actually carries it.
+// fire is recorded only once a reply carrying it was delivered.
 func (in *NudgeInjector) Queue(ctx context.Context, n Nudge) Result {
 	if n.Session == "" {
 		return denied(LayerInput, "nudge_inject needs a target session")
@@ -124,11 +160,14 @@ func (in *NudgeInjector) Queue(ctx context.Context, n Nudge) Result {
 }
 
 // Modify is the response modifier func(sessionKey, content string) string:
-// it pops the session's pending injects and appends them to the reply.
-// Popping under the shared lock means two processes never both deliver
-// one inject, and a failure leaves the reply untouched.
+// it takes the session's pending injects and appends them to the reply.
+// Taking them under the shared lock means two processes never both carry
+// one inject. The taken entries stay in flight (persisted) until Settle
+// learns whether the reply was delivered: only then is the fire charged,
+// and an undelivered reply puts them back. A failure leaves the reply
+// untouched.
 func (in *NudgeInjector) Modify(sessionKey, content string) string {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
 	defer cancel()
 	taken, err := in.take(ctx, sessionKey)
 	if err != nil {
@@ -138,6 +177,9 @@ func (in *NudgeInjector) Modify(sessionKey, content string) string {
 	if len(taken) == 0 {
 		return content
 	}
+	in.mu.Lock()
+	in.mine[sessionKey] = append(in.mine[sessionKey], taken...)
+	in.mu.Unlock()
 	var b strings.Builder
 	b.WriteString(strings.TrimRight(content, "\n"))
 	for _, e := range taken {
@@ -146,21 +188,103 @@ func (in *NudgeInjector) Modify(sessionKey, content string) string {
 		}
 		b.WriteString(e.Nudge.Message)
 	}
-	out := b.String()
+	return b.String()
+}
+
+// Settle ends the in-flight injects this injector put on session's last
+// reply: delivered charges the policy and reports each as dispatched;
+// otherwise they go back to the front of the queue for the next reply.
+// The gateway calls it from the spine's turn-done observer.
+func (in *NudgeInjector) Settle(session string, delivered bool) {
+	in.mu.Lock()
+	taken := in.mine[session]
+	delete(in.mine, session)
+	in.mu.Unlock()
+	if len(taken) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+	defer cancel()
+	ids := make(map[string]bool, len(taken))
+	for _, e := range taken {
+		ids[e.ID] = true
+	}
+	var requeued int
+	err := in.o.Store.Update(ctx, func(tx *statefile.Tx) error {
+		st, err := loadInjector(tx)
+		if err != nil {
+			return err
+		}
+		now := in.o.Clock.Now()
+		in.pruneLocked(&st, now)
+		var back []InjectEntry
+		kept := st.InFlight[session][:0]
+		for _, f := range st.InFlight[session] {
+			switch {
+			case !ids[f.ID]:
+				kept = append(kept, f)
+			case !delivered:
+				back = append(back, f.InjectEntry)
+			}
+		}
+		setOrDelete(st.InFlight, session, kept)
+		q := st.Queues[session]
+		if delivered {
+			// A peer may have requeued an entry whose turn outlived the
+			// in-flight bound; it rode this reply, so it must not ride
+			// another.
+			q = slices.DeleteFunc(q, func(e InjectEntry) bool { return ids[e.ID] })
+		} else {
+			requeued = len(back)
+			q = append(back, q...)
+			if over := len(q) - in.o.Cap; over > 0 {
+				q = q[over:]
+			}
+		}
+		setOrDelete(st.Queues, session, q)
+		return tx.Put(InjectorSection, st)
+	})
+	if err != nil {
+		in.o.Logger.Error("sentinel: could not settle in-flight injects", "session", session, "delivered", delivered, "err", err)
+	}
+	if !delivered {
+		if requeued > 0 {
+			in.o.Logger.Info("sentinel: reply not delivered; injects requeued", "session", session, "count", requeued)
+		}
+		return
+	}
 	now := in.o.Clock.Now()
 	for _, e := range taken {
 		req := e.Nudge.request()
 		id := ""
 		if in.o.Gate != nil {
+			var err error
 			if id, err = in.o.Gate.RecordFired(ctx, req); err != nil {
 				in.o.Logger.Error("sentinel: inject delivered but fire not recorded", "err", err)
 			}
 		}
 		if in.o.OnDelivered != nil {
-			in.o.OnDelivered(ctx, Delivery{NudgeID: id, Action: req.Action, Session: sessionKey, Content: e.Nudge.Message, Topic: e.Nudge.Topic, Priority: e.Nudge.Priority, At: now})
+			in.o.OnDelivered(ctx, Delivery{NudgeID: id, Action: req.Action, Session: session, Content: e.Nudge.Message, Topic: e.Nudge.Topic, Priority: e.Nudge.Priority, At: now})
 		}
 	}
-	return out
+}
+
+// SettleTurn is Settle as a spine turn-done observer. Only turns whose
+// output is not system-generated ran the modifier; delivered is whether
+// the reply reached the owner.
+func (in *NudgeInjector) SettleTurn(req spine.TurnRequest, delivered bool) {
+	if req.Origin.SystemGenerated() {
+		return
+	}
+	in.Settle(req.Conversation(), delivered)
+}
+
+func setOrDelete[T any](m map[string][]T, k string, v []T) {
+	if len(v) == 0 {
+		delete(m, k)
+	} else {
+		m[k] = v
+	}
 }
 
 func (in *NudgeInjector) take(ctx context.Context, session string) ([]InjectEntry, error) {
@@ -181,12 +305,16 @@ func (in *NudgeInjector) take(ctx context.Context, session string) ([]InjectEntr
 			return nil
 		}
 		delete(st.Queues, session)
+		for _, e := range taken {
+			st.InFlight[session] = append(st.InFlight[session], InflightEntry{InjectEntry: e, Owner: in.owner, TakenAt: now.UTC()})
+		}
 		return tx.Put(InjectorSection, st)
 	})
 	return taken, err
 }
 
-// Pending lists the queued injects per session (for status and tests).
+// Pending lists the queued injects per session (for status and tests);
+// injects riding a reply not yet settled are not listed.
 func (in *NudgeInjector) Pending(ctx context.Context) (map[string][]InjectEntry, error) {
 	var st injectorState
 	err := in.o.Store.View(ctx, func(tx *statefile.Tx) error {
@@ -201,9 +329,28 @@ func (in *NudgeInjector) Pending(ctx context.Context) (map[string][]InjectEntry,
 	return st.Queues, nil
 }
 
-// pruneLocked drops expired entries and reports whether any went.
+// pruneLocked drops expired entries and requeues in-flight ones whose
+// reply was never settled within the in-flight bound (their process
+// crashed or lost the store), and reports whether anything changed.
 func (in *NudgeInjector) pruneLocked(st *injectorState, now time.Time) bool {
 	changed := false
+	for s, fs := range st.InFlight {
+		kept := fs[:0]
+		var back []InjectEntry
+		for _, f := range fs {
+			if now.Sub(f.TakenAt) < in.o.InflightTimeout {
+				kept = append(kept, f)
+				continue
+			}
+			changed = true
+			back = append(back, f.InjectEntry)
+			in.o.Logger.Warn("sentinel: in-flight inject never settled; requeued", "session", s, "id", f.ID, "owner", f.Owner, "taken_at", f.TakenAt)
+		}
+		setOrDelete(st.InFlight, s, kept)
+		if len(back) > 0 {
+			st.Queues[s] = append(back, st.Queues[s]...)
+		}
+	}
 	for s, q := range st.Queues {
 		kept := q[:0]
 		for _, e := range q {
@@ -214,11 +361,11 @@ func (in *NudgeInjector) pruneLocked(st *injectorState, now time.Time) bool {
 				in.o.Logger.Info("sentinel: inject expired unconsumed", "session", s, "id", e.ID)
 			}
 		}
-		if len(kept) == 0 {
-			delete(st.Queues, s)
-		} else {
-			st.Queues[s] = kept
+		if over := len(kept) - in.o.Cap; over > 0 {
+			changed = true
+			kept = kept[over:]
 		}
+		setOrDelete(st.Queues, s, kept)
 	}
 	return changed
 }
@@ -230,6 +377,9 @@ func loadInjector(tx *statefile.Tx) (injectorState, error) {
 	}
 	if st.Queues == nil {
 		st.Queues = map[string][]InjectEntry{}
+	}
+	if st.InFlight == nil {
+		st.InFlight = map[string][]InflightEntry{}
 	}
 	return st, nil
 }

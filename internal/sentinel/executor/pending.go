@@ -18,7 +18,6 @@ import (
 // Option kinds an ActionExecutor can run.
 const (
 	KindReply = "reply" // send Reply through the injector
-	KindTool  = "tool"  // run Tool with Args through the agent's tools
 	KindSpawn = "spawn" // spawn a micro-agent for Task
 )
 
@@ -33,13 +32,11 @@ const (
 
 // Option is one numbered choice of a discovery menu.
 type Option struct {
-	Title  string          `json:"title"`
-	Reason string          `json:"reason,omitempty"`
-	Kind   string          `json:"kind"`
-	Reply  string          `json:"reply,omitempty"`
-	Tool   string          `json:"tool,omitempty"`
-	Args   json.RawMessage `json:"args,omitempty"`
-	Task   string          `json:"task,omitempty"`
+	Title  string `json:"title"`
+	Reason string `json:"reason,omitempty"`
+	Kind   string `json:"kind"`
+	Reply  string `json:"reply,omitempty"`
+	Task   string `json:"task,omitempty"`
 }
 
 // PendingDecision is a menu waiting for the owner's pick.

@@ -49,7 +49,11 @@ func runChild(spec string) int {
 		if err != nil {
 			return fail(err)
 		}
-		consume := func(i int) { in.Modify(childSessions[i%len(childSessions)], "reply") }
+		consume := func(i int) {
+			s := childSessions[i%len(childSessions)]
+			in.Modify(s, "reply")
+			in.Settle(s, true)
+		}
 		for i := range n {
 			s := childSessions[i%len(childSessions)]
 			if r := in.Queue(ctx, Nudge{Session: s, Message: fmt.Sprintf("inject-%d", i)}); !r.Queued {
