@@ -40,12 +40,17 @@ type fakeBotAPI struct {
 	parseFailures int
 
 	sent chan sent
+	// closed ends pending long polls before the server closes: httptest's
+	// Close waits for handlers, and a poll whose client vanished without
+	// closing its connection would otherwise wait forever.
+	closed chan struct{}
 }
 
 func newFakeBotAPI(t *testing.T) *fakeBotAPI {
-	f := &fakeBotAPI{t: t, nextID: 1, wake: make(chan struct{}, 1), sent: make(chan sent, 64)}
+	f := &fakeBotAPI{t: t, nextID: 1, wake: make(chan struct{}, 1), sent: make(chan sent, 64), closed: make(chan struct{})}
 	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(f.srv.Close)
+	t.Cleanup(func() { close(f.closed) }) // runs before srv.Close (cleanups are LIFO)
 	return f
 }
 
@@ -97,6 +102,9 @@ func (f *fakeBotAPI) serve(w http.ResponseWriter, r *http.Request) {
 			select {
 			case <-f.wake:
 			case <-r.Context().Done():
+				return
+			case <-f.closed:
+				reply(w, []map[string]any{})
 				return
 			}
 		}

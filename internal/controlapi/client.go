@@ -39,6 +39,8 @@ type Client struct {
 	mu      sync.Mutex
 	pending map[int64]chan response
 	err     error
+	// connErr is the last error the server sent that no call owned.
+	connErr *RPCError
 }
 
 // ErrClientClosed is returned by calls on a closed client.
@@ -156,6 +158,10 @@ func (c *Client) Call(ctx context.Context, method string, params, result any) er
 				}
 			default:
 			}
+			var re *RPCError
+			if cerr := c.Err(); errors.As(cerr, &re) {
+				return re
+			}
 		case <-t.C:
 		}
 		return err
@@ -247,7 +253,11 @@ func (c *Client) readLoop() {
 	}
 	c.mu.Lock()
 	if c.err == nil {
-		c.err = fmt.Errorf("%w: %v", ErrClientClosed, err)
+		if c.connErr != nil {
+			c.err = c.connErr
+		} else {
+			c.err = fmt.Errorf("%w: %v", ErrClientClosed, err)
+		}
 	}
 	c.mu.Unlock()
 	c.nc.Close()
@@ -258,6 +268,9 @@ func (c *Client) readLoop() {
 func (c *Client) failPending(e *RPCError) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	// Remember it: if the server closes right after (a refusal), calls made
+	// after the close report this reason rather than a bare EOF.
+	c.connErr = e
 	for id, ch := range c.pending {
 		select {
 		case ch <- response{Error: e}:

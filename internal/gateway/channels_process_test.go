@@ -131,12 +131,16 @@ type fakeBotAPI struct {
 	nextID  int64
 	wake    chan struct{}
 	sent    chan tgSent
+	// closed ends pending long polls before the server closes (see
+	// internal/channels' fake: httptest's Close waits for handlers).
+	closed chan struct{}
 }
 
 func newFakeBotAPI(t *testing.T) *fakeBotAPI {
-	f := &fakeBotAPI{t: t, nextID: 1, wake: make(chan struct{}, 1), sent: make(chan tgSent, 64)}
+	f := &fakeBotAPI{t: t, nextID: 1, wake: make(chan struct{}, 1), sent: make(chan tgSent, 64), closed: make(chan struct{})}
 	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(f.srv.Close)
+	t.Cleanup(func() { close(f.closed) }) // runs before srv.Close (cleanups are LIFO)
 	return f
 }
 
@@ -189,6 +193,9 @@ func (f *fakeBotAPI) serve(w http.ResponseWriter, r *http.Request) {
 			select {
 			case <-f.wake:
 			case <-r.Context().Done():
+				return
+			case <-f.closed:
+				ok200([]map[string]any{})
 				return
 			}
 		}
