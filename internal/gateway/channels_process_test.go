@@ -3,18 +3,16 @@ package gateway
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/raven-agent/raven/internal/channels"
+	"github.com/raven-agent/raven/internal/channels/telegramtest"
 )
 
 // delivery is one outbound webhook POST seen by the receiver.
@@ -112,114 +110,6 @@ func TestGatewayWebhook(t *testing.T) {
 	}
 }
 
-const fakeBotToken = "123:abc"
-
-// tgSent is one sendMessage call seen by fakeBotAPI.
-type tgSent struct {
-	ChatID int64
-	Text   string
-}
-
-// fakeBotAPI is a minimal Telegram Bot API: getMe, long-polled getUpdates
-// and sendMessage (the same shape as the one in internal/channels' tests).
-type fakeBotAPI struct {
-	t   *testing.T
-	srv *httptest.Server
-
-	mu      sync.Mutex
-	updates []map[string]any
-	nextID  int64
-	wake    chan struct{}
-	sent    chan tgSent
-	// closed ends pending long polls before the server closes (see
-	// internal/channels' fake: httptest's Close waits for handlers).
-	closed chan struct{}
-}
-
-func newFakeBotAPI(t *testing.T) *fakeBotAPI {
-	f := &fakeBotAPI{t: t, nextID: 1, wake: make(chan struct{}, 1), sent: make(chan tgSent, 64), closed: make(chan struct{})}
-	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
-	t.Cleanup(f.srv.Close)
-	t.Cleanup(func() { close(f.closed) }) // runs before srv.Close (cleanups are LIFO)
-	return f
-}
-
-func (f *fakeBotAPI) push(fromID, chatID int64, text string) {
-	f.mu.Lock()
-	f.updates = append(f.updates, map[string]any{
-		"update_id": f.nextID,
-		"message": map[string]any{
-			"message_id": f.nextID, "date": 0, "text": text,
-			"from": map[string]any{"id": fromID, "is_bot": false, "first_name": "u"},
-			"chat": map[string]any{"id": chatID, "type": "private"},
-		},
-	})
-	f.nextID++
-	f.mu.Unlock()
-	select {
-	case f.wake <- struct{}{}:
-	default:
-	}
-}
-
-func (f *fakeBotAPI) serve(w http.ResponseWriter, r *http.Request) {
-	method, ok := strings.CutPrefix(r.URL.Path, "/bot"+fakeBotToken+"/")
-	if !ok {
-		http.NotFound(w, r)
-		return
-	}
-	if err := r.ParseMultipartForm(1 << 20); err != nil && r.ContentLength > 0 {
-		f.t.Errorf("fake bot api: %s: %v", method, err)
-	}
-	ok200 := func(result any) { _ = json.NewEncoder(w).Encode(map[string]any{"ok": true, "result": result}) }
-	switch method {
-	case "getMe":
-		ok200(map[string]any{"id": 123, "is_bot": true, "first_name": "raven"})
-	case "getUpdates":
-		offset, _ := strconv.ParseInt(r.FormValue("offset"), 10, 64)
-		for {
-			f.mu.Lock()
-			var out []map[string]any
-			for _, u := range f.updates {
-				if u["update_id"].(int64) >= offset {
-					out = append(out, u)
-				}
-			}
-			f.mu.Unlock()
-			if len(out) > 0 {
-				ok200(out)
-				return
-			}
-			select {
-			case <-f.wake:
-			case <-r.Context().Done():
-				return
-			case <-f.closed:
-				ok200([]map[string]any{})
-				return
-			}
-		}
-	case "sendMessage":
-		chatID, _ := strconv.ParseInt(r.FormValue("chat_id"), 10, 64)
-		f.sent <- tgSent{ChatID: chatID, Text: r.FormValue("text")}
-		ok200(map[string]any{"message_id": 1, "date": 0, "chat": map[string]any{"id": chatID, "type": "private"}})
-	default:
-		f.t.Errorf("fake bot api: unexpected method %s", method)
-		_, _ = fmt.Fprint(w, `{"ok":false,"error_code":404,"description":"Not Found"}`)
-	}
-}
-
-func (f *fakeBotAPI) next(t *testing.T) tgSent {
-	t.Helper()
-	select {
-	case s := <-f.sent:
-		return s
-	case <-time.After(10 * time.Second):
-		t.Fatal("no sendMessage within 10s")
-		return tgSent{}
-	}
-}
-
 // unescapeMarkdownV2 undoes the channel's MarkdownV2 escaping for comparison.
 func unescapeMarkdownV2(s string) string {
 	var b strings.Builder
@@ -238,9 +128,9 @@ func unescapeMarkdownV2(s string) string {
 func TestGatewayTelegram(t *testing.T) {
 	const owner, stranger = 42, 666
 	dir := t.TempDir()
-	bot := newFakeBotAPI(t)
+	bot := telegramtest.New(t)
 	writeConfig(t, dir, map[string]any{"channels": map[string]any{"telegram": map[string]any{
-		"enabled": true, "token": fakeBotToken, "allow_from": []int64{owner}, "api_url": bot.srv.URL,
+		"enabled": true, "token": telegramtest.Token, "allow_from": []int64{owner}, "api_url": bot.URL,
 	}}})
 	gw := startGateway(t, dir, writeScript(t, scriptReply("Hello owner, all is well.")))
 	gw.waitReady(t)
@@ -248,20 +138,16 @@ func TestGatewayTelegram(t *testing.T) {
 	// The handler is synchronous, so the refusal is sent before the owner's
 	// update is even read; if the stranger had run a turn, it would have
 	// consumed the only scripted reply and the owner would get an error.
-	bot.push(stranger, stranger, "let me in")
-	bot.push(owner, owner, "how are things?")
-	if s := bot.next(t); s.ChatID != stranger || unescapeMarkdownV2(s.Text) != channels.TelegramRefusal {
+	bot.Push(stranger, stranger, "let me in")
+	bot.Push(owner, owner, "how are things?")
+	if s := bot.Next(t); s.ChatID != stranger || unescapeMarkdownV2(s.Text) != channels.TelegramRefusal {
 		t.Errorf("first send %+v, want the refusal to %d", s, stranger)
 	}
-	if s := bot.next(t); s.ChatID != owner || unescapeMarkdownV2(s.Text) != "Hello owner, all is well." {
+	if s := bot.Next(t); s.ChatID != owner || unescapeMarkdownV2(s.Text) != "Hello owner, all is well." {
 		t.Errorf("second send %+v, want the reply to %d", s, owner)
 	}
 	if code, _ := gw.stop(t, syscall.SIGTERM, 15*time.Second); code != 0 {
 		t.Fatalf("gateway exit %d\n%s", code, gw.log.String())
 	}
-	select {
-	case s := <-bot.sent:
-		t.Errorf("unexpected sendMessage %+v", s)
-	default:
-	}
+	bot.None(t)
 }

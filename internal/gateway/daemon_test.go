@@ -10,6 +10,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/raven-agent/raven/internal/channels/telegramtest"
 	"github.com/raven-agent/raven/internal/config"
 	"github.com/raven-agent/raven/internal/controlapi"
 	"github.com/raven-agent/raven/internal/llm"
@@ -24,7 +25,7 @@ func TestStartShutdownLeavesNoGoroutine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bot := newFakeBotAPI(t)
+	bot := telegramtest.New(t)
 	recv, got := webhookReceiver(t)
 	cfg := config.Default()
 	cfg.Channels.Webhook.Enabled = true
@@ -32,9 +33,9 @@ func TestStartShutdownLeavesNoGoroutine(t *testing.T) {
 	cfg.Channels.Webhook.Secret = "s3cret"
 	cfg.Channels.Webhook.OutboundURL = recv.URL
 	cfg.Channels.Telegram.Enabled = true
-	cfg.Channels.Telegram.Token = fakeBotToken
+	cfg.Channels.Telegram.Token = telegramtest.Token
 	cfg.Channels.Telegram.AllowFrom = []int64{42}
-	cfg.Channels.Telegram.APIURL = bot.srv.URL
+	cfg.Channels.Telegram.APIURL = bot.URL
 	cfg.Heartbeat.Enabled = true
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
@@ -67,8 +68,8 @@ func TestStartShutdownLeavesNoGoroutine(t *testing.T) {
 	if m := nextChatMessage(t, c); m.Content != "tui reply" {
 		t.Fatalf("chat.message %+v", m)
 	}
-	bot.push(42, 42, "hello")
-	if s := bot.next(t); s.Text != "telegram reply" {
+	bot.Push(42, 42, "hello")
+	if s := bot.Next(t); s.Text != "telegram reply" {
 		t.Fatalf("telegram send %+v", s)
 	}
 	c.Close()
