@@ -33,6 +33,16 @@ func pathSchema(extra map[string]any, required ...string) map[string]any {
 	return map[string]any{"type": "object", "properties": props, "required": append([]string{"path"}, required...), "additionalProperties": false}
 }
 
+// pathArg decodes arguments that are only {"path": ...} and resolves the
+// path inside the workspace.
+func (w *Workspace) pathArg(raw json.RawMessage) (args struct{ Path string }, resolved string, err error) {
+	if err := decodeArgs(raw, &args); err != nil {
+		return args, "", err
+	}
+	resolved, err = w.Resolve(args.Path)
+	return args, resolved, err
+}
+
 // ReadFile is the read_file tool.
 type ReadFile struct{ WS *Workspace }
 
@@ -42,11 +52,7 @@ func (ReadFile) Parameters() map[string]any {
 	return pathSchema(nil)
 }
 func (t ReadFile) Run(ctx context.Context, raw json.RawMessage) (string, error) {
-	var a struct{ Path string }
-	if err := decodeArgs(raw, &a); err != nil {
-		return "", err
-	}
-	p, err := t.WS.Resolve(a.Path)
+	a, p, err := t.WS.pathArg(raw)
 	if err != nil {
 		return "", err
 	}
@@ -141,11 +147,7 @@ func (ListDir) Parameters() map[string]any {
 	return pathSchema(nil)
 }
 func (t ListDir) Run(ctx context.Context, raw json.RawMessage) (string, error) {
-	var a struct{ Path string }
-	if err := decodeArgs(raw, &a); err != nil {
-		return "", err
-	}
-	p, err := t.WS.Resolve(a.Path)
+	a, p, err := t.WS.pathArg(raw)
 	if err != nil {
 		return "", err
 	}
