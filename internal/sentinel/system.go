@@ -135,7 +135,7 @@ func NewSystem(o SystemOptions) (*System, error) {
 		return nil, err
 	}
 	if s.Defer, err = executor.NewDeferManager(executor.DeferOptions{
-		Store: store, Gate: pol, Dispatch: s.Dispatcher.Dispatch, LastActivity: o.LastActivity,
+		Store: store, Gate: pol, Dispatch: s.Dispatcher.Dispatch, Targets: s.Dispatcher.Targets, LastActivity: o.LastActivity,
 		IdleThreshold: cfg.DeferIdle.D(), MaxWait: cfg.DeferMaxWait.D(), PollInterval: cfg.DeferPoll.D(), Clock: o.Clock, Logger: log,
 	}); err != nil {
 		return nil, err

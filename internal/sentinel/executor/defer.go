@@ -30,6 +30,10 @@ type DeferOptions struct {
 	// Dispatch delivers a settled nudge (the dispatcher's Dispatch: policy
 	// check, post, record).
 	Dispatch func(ctx context.Context, n Nudge) Result
+	// Targets resolves a nudge's session the way Dispatch will (the
+	// dispatcher's Targets), so the registration check and the idle test
+	// see the session it will reach. Nil: the nudge's own session.
+	Targets TargetsFunc
 	// LastActivity reports when session last saw a message; false when
 	// unknown (the session then counts as idle since registration).
 	LastActivity func(ctx context.Context, session string) (time.Time, bool)
@@ -99,8 +103,12 @@ func (m *DeferManager) Register(ctx context.Context, n Nudge, condition string) 
 	n.Action = policy.ActionDefer
 	v := policy.Verdict{Allow: true}
 	if m.o.Gate != nil {
-		if v = m.o.Gate.Check(ctx, n.request()); !v.Allow {
-			return Result{Verdict: v}
+		req := n.request()
+		for _, s := range m.sessions(n.Session) {
+			req.SessionKey = s
+			if v = m.o.Gate.Check(ctx, req); !v.Allow {
+				return Result{Verdict: v}
+			}
 		}
 	}
 	now := m.o.Clock.Now().UTC()
@@ -117,6 +125,21 @@ func (m *DeferManager) Register(ctx context.Context, n Nudge, condition string) 
 		return Result{Verdict: v, Error: fmt.Sprintf("register defer: %v", err)}
 	}
 	return Result{Verdict: v, Queued: true, Note: fmt.Sprintf("deferred until %s is idle %s (max until %s): %s", orAny(n.Session), m.o.IdleThreshold, e.ExpiresAt.Format(time.RFC3339), condition)}
+}
+
+// sessions are the sessions a nudge for session reaches; session itself
+// when nothing resolves it (the dispatcher then reports the missing target).
+func (m *DeferManager) sessions(session string) []string {
+	var out []string
+	if m.o.Targets != nil {
+		for _, t := range m.o.Targets(session) {
+			out = append(out, t.Key())
+		}
+	}
+	if len(out) == 0 {
+		out = []string{session}
+	}
+	return out
 }
 
 func orAny(s string) string {
@@ -229,10 +252,15 @@ func (m *DeferManager) Poll(ctx context.Context) []Result {
 }
 
 func (m *DeferManager) settled(ctx context.Context, e DeferEntry, now time.Time) bool {
-	last := e.RegisteredAt
-	if m.o.LastActivity != nil && e.Nudge.Session != "" {
-		if t, ok := m.o.LastActivity(ctx, e.Nudge.Session); ok {
-			last = t
+	last, known := e.RegisteredAt, false
+	if m.o.LastActivity != nil {
+		for _, s := range m.sessions(e.Nudge.Session) {
+			if s == "" {
+				continue
+			}
+			if t, ok := m.o.LastActivity(ctx, s); ok && (!known || t.After(last)) {
+				last, known = t, true
+			}
 		}
 	}
 	return now.Sub(last) >= m.o.IdleThreshold

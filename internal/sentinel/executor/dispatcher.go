@@ -88,31 +88,70 @@ func (d *NudgeDispatcher) DispatchOptions(ctx context.Context, pd PendingDecisio
 	return d.deliver(ctx, n, n.Message, map[string]any{"pending_decision": pd.ID})
 }
 
+// deliver resolves n's targets first and checks the policy for each of
+// them, so the per-session cooldown holds for the session a nudge actually
+// reaches (a nudge without a session, a plan slot, a fallback, a defer).
+// Any target in cooldown holds back the whole nudge: it is one owner.
 func (d *NudgeDispatcher) deliver(ctx context.Context, n Nudge, content string, extras map[string]any) Result {
-	req := n.request()
-	var v policy.Verdict
-	if d.o.Gate != nil {
-		v = d.o.Gate.Check(ctx, req)
-		if !v.Allow {
-			return Result{Verdict: v}
-		}
-	} else {
-		v = policy.Verdict{Allow: true}
+	targets := d.Targets(n.Session)
+	if len(targets) == 0 {
+		return denied(LayerInput, fmt.Sprintf("no delivery target for session %q", n.Session))
 	}
-	res := d.post(ctx, n.Session, content, extras)
+	req := n.request()
+	v := policy.Verdict{Allow: true}
+	if d.o.Gate != nil {
+		for _, t := range targets {
+			req.SessionKey = t.Key()
+			if v = d.o.Gate.Check(ctx, req); !v.Allow {
+				return Result{Verdict: v}
+			}
+		}
+	}
+	res := d.post(ctx, targets, content, extras)
 	res.Verdict = v
 	if !res.Delivered {
 		d.o.Logger.Warn("sentinel: nudge not delivered; quota not charged", "session", n.Session, "err", res.Error)
 		return res
 	}
+	// The fire records the sessions it reached.
+	req.SessionKey, req.AlsoSessions = res.Targets[0], res.Targets[1:]
 	res.NudgeID = d.record(ctx, req)
-	if d.o.OnDelivered != nil {
-		d.o.OnDelivered(ctx, Delivery{
-			NudgeID: res.NudgeID, Action: req.Action, Session: strings.Join(res.Targets, ","), Content: content,
-			Topic: n.Topic, Priority: n.Priority, At: d.o.Clock.Now(),
-		})
-	}
+	d.report(ctx, res, req.Action, content, n)
 	return res
+}
+
+// DeliverCharged posts a message whose fire the policy already charged —
+// a spawned micro-agent's result, under the spawn's nudge ID — to the
+// targets of n.Session, and reports the delivery (feedback, the owner's
+// session) like any nudge. It is not checked or charged again: the spawn
+// passed the policy when it started.
+func (d *NudgeDispatcher) DeliverCharged(ctx context.Context, n Nudge, nudgeID string) Result {
+	if strings.TrimSpace(n.Message) == "" {
+		return denied(LayerInput, "empty message")
+	}
+	targets := d.Targets(n.Session)
+	if len(targets) == 0 {
+		return denied(LayerInput, fmt.Sprintf("no delivery target for session %q", n.Session))
+	}
+	res := d.post(ctx, targets, n.Message, nil)
+	res.Verdict = policy.Verdict{Allow: true}
+	if !res.Delivered {
+		d.o.Logger.Warn("sentinel: charged message not delivered", "session", n.Session, "nudge_id", nudgeID, "err", res.Error)
+		return res
+	}
+	res.NudgeID = nudgeID
+	d.report(ctx, res, n.request().Action, n.Message, n)
+	return res
+}
+
+func (d *NudgeDispatcher) report(ctx context.Context, res Result, action, content string, n Nudge) {
+	if d.o.OnDelivered == nil {
+		return
+	}
+	d.o.OnDelivered(ctx, Delivery{
+		NudgeID: res.NudgeID, Action: action, Session: strings.Join(res.Targets, ","), Content: content,
+		Topic: n.Topic, Priority: n.Priority, At: d.o.Clock.Now(),
+	})
 }
 
 func (d *NudgeDispatcher) record(ctx context.Context, req policy.Request) string {
@@ -127,15 +166,11 @@ func (d *NudgeDispatcher) record(ctx context.Context, req policy.Request) string
 	return id
 }
 
-// post sends content to every target of session, ungated.
-func (d *NudgeDispatcher) post(ctx context.Context, session, content string, extras map[string]any) Result {
+// post sends content to every target, ungated.
+func (d *NudgeDispatcher) post(ctx context.Context, targets []Target, content string, extras map[string]any) Result {
 	p := d.postFn.Load()
 	if p == nil || *p == nil {
 		return Result{Error: ErrNoPost.Error()}
-	}
-	targets := d.Targets(session)
-	if len(targets) == 0 {
-		return Result{Error: fmt.Sprintf("no delivery target for session %q", session)}
 	}
 	var res Result
 	var errs []string

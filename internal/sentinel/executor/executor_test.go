@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -81,7 +82,7 @@ func TestDispatcherNeverChargesFailedDelivery(t *testing.T) {
 		{"outlet error", func(context.Context, spine.Message) error { return errors.New("telegram down") }, "", "telegram:1", false, 0, ""},
 		{"no outlet", func(ctx context.Context, m spine.Message) error { return spine.NewHub(nil).Post(ctx, m) }, "", "telegram:1", false, 0, ""},
 		{"no post bound", nil, "", "telegram:1", false, 0, ""},
-		{"no target", func(context.Context, spine.Message) error { return nil }, "", "", false, 0, ""},
+		{"no target", func(context.Context, spine.Message) error { return nil }, "", "", false, 0, LayerInput},
 		{"denied", func(context.Context, spine.Message) error { t.Fatal("posted despite denial"); return nil }, policy.LayerHourQuota, "telegram:1", false, 0, policy.LayerHourQuota},
 	}
 	for _, tc := range tests {
@@ -98,6 +99,40 @@ func TestDispatcherNeverChargesFailedDelivery(t *testing.T) {
 			}
 			if !tc.wantDeliv && len(delivered) != 0 {
 				t.Fatalf("undelivered reported as delivered")
+			}
+		})
+	}
+}
+
+// The policy is asked about the sessions a nudge resolves to, and the fire
+// records the sessions it reached.
+func TestDispatcherChecksResolvedTargets(t *testing.T) {
+	tests := []struct {
+		name      string
+		session   string
+		targets   []Target
+		wantCheck []string
+		wantFire  string
+		wantAlso  []string
+	}{
+		{"own session", "telegram:1", nil, []string{"telegram:1"}, "telegram:1", nil},
+		{"default target", "", []Target{{"telegram", "9"}}, []string{"telegram:9"}, "telegram:9", nil},
+		{"two outlets", "", []Target{{"telegram", "9"}, {"webhook", "h"}}, []string{"telegram:9", "webhook:h"}, "telegram:9", []string{"webhook:h"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			g := &fakeGate{}
+			d := NewDispatcher(DispatcherOptions{Gate: g, Post: func(context.Context, spine.Message) error { return nil },
+				Targets: func(string) []Target { return tc.targets }})
+			if r := d.Dispatch(context.Background(), Nudge{Message: "hi", Session: tc.session}); !r.Delivered {
+				t.Fatalf("%+v", r)
+			}
+			var checked []string
+			for _, c := range g.checks {
+				checked = append(checked, c.SessionKey)
+			}
+			if !slices.Equal(checked, tc.wantCheck) || g.fired[0].SessionKey != tc.wantFire || !slices.Equal(g.fired[0].AlsoSessions, tc.wantAlso) {
+				t.Fatalf("checked %v fired %+v", checked, g.fired)
 			}
 		})
 	}

@@ -16,7 +16,11 @@ const (
 	outcomeWindow = 30 * 24 * time.Hour
 	pruneMapsOver = 4096
 	sourceCron    = "cron"
-	actionCron    = "cron"
+	// sourceAnswer marks a fire that answered a menu (Request.Answer): it
+	// counts toward the day and hour quotas and the dedup, not toward the
+	// session cooldown or the topic quotas.
+	sourceAnswer = "answer"
+	actionCron   = "cron"
 )
 
 type fireRec struct {
@@ -24,6 +28,7 @@ type fireRec struct {
 	At       time.Time `json:"at"`
 	Action   string    `json:"action"`
 	Session  string    `json:"session,omitempty"`
+	Also     []string  `json:"also_sessions,omitempty"`
 	Topic    string    `json:"topic"`
 	Hash     uint64    `json:"hash"`
 	Priority Priority  `json:"priority,omitempty"`
@@ -139,14 +144,18 @@ func (l *ledger) indexFire(f fireRec) {
 		l.spawnTimes = insertSorted(l.spawnTimes, at)
 	default:
 		l.nudgeTimes = insertSorted(l.nudgeTimes, at)
-		if f.Session != "" {
-			if h := hashString(f.Session); at > l.sessions[h] {
-				l.sessions[h] = at
+		if f.Source != sourceAnswer {
+			l.stampSession(f.Session, at)
+			for _, s := range f.Also {
+				l.stampSession(s, at)
 			}
 		}
 	}
 	if at > l.dedup[f.Hash] {
 		l.dedup[f.Hash] = at
+	}
+	if f.Source == sourceAnswer {
+		return
 	}
 	ts := l.topic(f.Topic)
 	ts.fires = insertSorted(ts.fires, at)
@@ -154,6 +163,15 @@ func (l *ledger) indexFire(f fireRec) {
 	if f.Source == sourceCron {
 		ts.lastCron = max(ts.lastCron, at)
 		ts.cronFires++
+	}
+}
+
+func (l *ledger) stampSession(session string, at int64) {
+	if session == "" {
+		return
+	}
+	if h := hashString(session); at > l.sessions[h] {
+		l.sessions[h] = at
 	}
 }
 

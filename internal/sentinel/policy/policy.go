@@ -77,6 +77,22 @@ type Request struct {
 	Content    string // the message, or the spawn task
 	Priority   Priority
 	Topic      string // optional; derived from Content when empty
+	// AlsoSessions are further sessions one delivery reached (a nudge
+	// resolved to several outlets); RecordFired starts the session
+	// cooldown on each of them too.
+	AlsoSessions []string
+	// Answer marks the owner's own answer to a menu the policy already
+	// charged (a task-discovery pick): it is not a new nudge, so the
+	// session cooldown and the per-topic quota stack, which pace
+	// unsolicited nudges, neither deny it nor are charged by it.
+	Answer bool
+	// Charged marks a request whose fire is already in the ledger (an
+	// inject charged when queued, re-checked when it rides a reply). The
+	// layers that count fires — quotas, session cooldown, dedup — are
+	// skipped so its own charge cannot deny it; the layers about the
+	// owner's state (quiet hours, do-not-disturb, dismissal cooldown,
+	// topic rejection and acceptance) still apply.
+	Charged bool
 }
 
 // Verdict is Check's answer. Layer names the denying layer ("" if allowed).
@@ -251,18 +267,18 @@ func (p *Policy) checkLocked(req Request, ov *Overrides, now time.Time) Verdict 
 		times, dayQ = l.spawnTimes, lim.spawnDayQuota
 	}
 	midnight := time.Date(local.Year(), local.Month(), local.Day(), 0, 0, 0, 0, c.Location).UnixNano()
-	if used := countSince(times, midnight); used >= dayQ {
+	if used := countSince(times, midnight); used >= dayQ && !req.Charged {
 		return Verdict{Layer: LayerDayQuota, Reason: fmt.Sprintf("day quota used (%d/%d)", used, dayQ)}
 	}
 	// 5. per-hour quota scaled by the adaptive and weekend multipliers.
-	if !high {
+	if !high && !req.Charged {
 		hourQ := p.hourQuotaLocked(lim, ov, local, req.Action)
 		if used := countSince(times, ns-int64(time.Hour)+1); used >= hourQ {
 			return Verdict{Layer: LayerHourQuota, Reason: fmt.Sprintf("hour quota used (%d/%d)", used, hourQ)}
 		}
 	}
 	// 6. per-session cooldown (nudge line only).
-	if req.SessionKey != "" && !isSpawn(req.Action) && lim.sessionCooldown > 0 {
+	if req.SessionKey != "" && !isSpawn(req.Action) && !req.Answer && !req.Charged && lim.sessionCooldown > 0 {
 		if last, ok := l.sessions[hashString(req.SessionKey)]; ok && ns-last < int64(lim.sessionCooldown) {
 			return Verdict{Layer: LayerSessionCooldown, Reason: "session nudged " + time.Duration(ns-last).Round(time.Second).String() + " ago"}
 		}
@@ -273,14 +289,12 @@ func (p *Policy) checkLocked(req Request, ov *Overrides, now time.Time) Verdict 
 	}
 	ts := l.topics[topicHash(req.Topic, req.Content)]
 	if ts != nil {
-		// 8. weighted topic hard-reject cooldown.
-		if until, score := p.rejectUntilLocked(ts, ns); ns < until {
-			return Verdict{Layer: LayerTopicReject, Reason: fmt.Sprintf("topic %q rejected (score %.2f) until %s", ts.tag, score, time.Unix(0, until).In(c.Location).Format(time.DateTime))}
+		if v, denied := p.topicGatesLocked(ts, ns); denied {
+			return v
 		}
-		// 9. topic acceptance-rate gate.
-		if n := ts.verdicts.samples(); n >= c.TopicGateMinSamples && n > 0 && ts.verdicts.rate() < c.TopicGateMinRate {
-			return Verdict{Layer: LayerTopicAcceptance, Reason: fmt.Sprintf("topic %q accepted %.0f%% of %d", ts.tag, 100*ts.verdicts.rate(), n)}
-		}
+	}
+	if req.Charged {
+		return Verdict{Allow: true} // 10 and 11 count fires
 	}
 	// 10. content de-duplication (and a cron fire on the same topic).
 	win := int64(lim.dedupWindow)
@@ -289,6 +303,9 @@ func (p *Policy) checkLocked(req Request, ov *Overrides, now time.Time) Verdict 
 	}
 	if ts != nil && ts.lastCron > 0 && ns-ts.lastCron < win {
 		return Verdict{Layer: LayerDedup, Reason: fmt.Sprintf("a cron job covered topic %q %s ago", ts.tag, time.Duration(ns-ts.lastCron).Round(time.Second))}
+	}
+	if req.Answer {
+		return Verdict{Allow: true}
 	}
 	// 11. rolling per-topic quota stack.
 	if ts != nil {
@@ -305,6 +322,23 @@ func (p *Policy) checkLocked(req Request, ov *Overrides, now time.Time) Verdict 
 		return Verdict{Layer: LayerTopicQuota, Reason: "topic quota is zero"}
 	}
 	return Verdict{Allow: true}
+}
+
+// topicGatesLocked runs layers 8 (weighted topic hard-reject cooldown) and
+// 9 (topic acceptance-rate gate).
+func (p *Policy) topicGatesLocked(ts *topicState, ns int64) (Verdict, bool) {
+	c := &p.cfg
+	{
+		// 8. weighted topic hard-reject cooldown.
+		if until, score := p.rejectUntilLocked(ts, ns); ns < until {
+			return Verdict{Layer: LayerTopicReject, Reason: fmt.Sprintf("topic %q rejected (score %.2f) until %s", ts.tag, score, time.Unix(0, until).In(c.Location).Format(time.DateTime))}, true
+		}
+		// 9. topic acceptance-rate gate.
+		if n := ts.verdicts.samples(); n >= c.TopicGateMinSamples && n > 0 && ts.verdicts.rate() < c.TopicGateMinRate {
+			return Verdict{Layer: LayerTopicAcceptance, Reason: fmt.Sprintf("topic %q accepted %.0f%% of %d", ts.tag, 100*ts.verdicts.rate(), n)}, true
+		}
+	}
+	return Verdict{}, false
 }
 
 func (p *Policy) quietLabel(ov *Overrides) string {
@@ -398,14 +432,22 @@ func (p *Policy) RecordFired(ctx context.Context, req Request) (string, error) {
 		pr = PriorityLow
 	}
 	rec := fireRec{
-		ID: p.newID(), At: now.UTC(), Action: req.Action, Session: req.SessionKey,
+		ID: p.newID(), At: now.UTC(), Action: req.Action, Session: req.SessionKey, Also: req.AlsoSessions,
 		Topic: topic, Hash: contentHash(req.Content), Priority: pr,
+	}
+	if req.Answer {
+		rec.Source = sourceAnswer
 	}
 	if err := p.updateLocked(ctx, func() { p.led.addFire(rec, &p.cfg, now) }); err != nil {
 		return rec.ID, fmt.Errorf("policy: record fire %s: %w", rec.ID, err)
 	}
 	return rec.ID, nil
 }
+
+// ContentKey is the key the dedup layer compares content by: case,
+// punctuation and spacing differences do not make a message new. The
+// injector's queue de-duplicates by it too.
+func ContentKey(content string) uint64 { return contentHash(content) }
 
 // RecordCronFire marks topic (derived from content when empty) as covered
 // by a cron delivery, so the Sentinel does not nudge about it within the
