@@ -258,12 +258,12 @@ func TestRunnerRoutesActions(t *testing.T) {
 			}
 		}},
 		{PlannerDecision{Action: ActionNudgeInject, NudgeMessage: "btw: dentist at 3", TargetSession: "telegram:42"}, RouteInject, func(t *testing.T, h *harness, out TickOutcome) {
-			if !out.Result.Queued || len(h.gate.fired) != 0 {
-				t.Fatalf("inject: %+v fired %d", out.Result, len(h.gate.fired))
+			if !out.Result.Queued || len(h.gate.fired) != 1 {
+				t.Fatalf("inject: %+v fired %d (charged when queued)", out.Result, len(h.gate.fired))
 			}
 			got := h.runner.o.Injector.Modify("telegram:42", "Sure, done.")
-			if got != "Sure, done.\n\nbtw: dentist at 3" || len(h.gate.fired) != 0 {
-				t.Fatalf("modify = %q fired %d (charged before delivery)", got, len(h.gate.fired))
+			if got != "Sure, done.\n\nbtw: dentist at 3" || len(h.gate.fired) != 1 {
+				t.Fatalf("modify = %q fired %d", got, len(h.gate.fired))
 			}
 			h.runner.o.Injector.Settle("telegram:42", true)
 			if len(h.gate.fired) != 1 {

@@ -43,15 +43,19 @@ func (a *ActionExecutor) Execute(ctx context.Context, session string, pd Pending
 		if msg == "" {
 			msg = opt.Title
 		}
-		r := a.o.Injector.Queue(ctx, Nudge{Action: policy.ActionInject, Message: msg, Session: session, Priority: pd.Priority, Topic: pd.Topic, Reason: "picked: " + opt.Title})
+		r := a.o.Injector.Queue(ctx, Nudge{Action: policy.ActionInject, Message: msg, Session: session, Priority: pd.Priority, Topic: pd.Topic, Reason: "picked: " + opt.Title, Answer: true})
 		if !r.Queued {
 			return r, ""
 		}
 		// The pick's own answer is the reply the inject rides on; like any
-		// inject it is charged when the turn settles with that reply
-		// delivered, and requeued if it is not.
+		// inject it was charged when queued, is reported once the turn
+		// settles with that reply delivered, and is requeued if it is not.
 		text := a.o.Injector.Modify(session, "")
-		r.Note = "rides this turn's reply; charged once it is delivered"
+		if text == "" {
+			r.Note = "queued for the next reply"
+			return r, "Noted: " + opt.Title + ". It comes with my next reply."
+		}
+		r.Note = "rides this turn's reply"
 		return r, text
 	case KindSpawn:
 		if a.o.Spawn == nil {
@@ -61,7 +65,7 @@ func (a *ActionExecutor) Execute(ctx context.Context, session string, pd Pending
 		if task == "" {
 			task = opt.Title
 		}
-		r := a.o.Spawn.Dispatch(ctx, SpawnRequest{Task: task, Session: session, Priority: pd.Priority, Topic: pd.Topic, Reason: "picked: " + opt.Title})
+		r := a.o.Spawn.Dispatch(ctx, SpawnRequest{Task: task, Session: session, Priority: pd.Priority, Topic: pd.Topic, Reason: "picked: " + opt.Title, Answer: true})
 		if !r.Delivered {
 			return r, ""
 		}

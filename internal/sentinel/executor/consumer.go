@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strconv"
 
+	"github.com/raven-agent/raven/internal/sentinel/policy"
 	"github.com/raven-agent/raven/internal/spine"
 )
 
@@ -77,23 +79,45 @@ func (c *DecisionConsumer) Hook(ctx context.Context, req spine.TurnRequest) (han
 	return true, c.execute(ctx, session, pd, m.Index)
 }
 
+// execute runs a pick. The menu is claimed while the pick runs (so a second
+// message cannot run it twice) and closed only once the pick succeeded; a
+// denied or failed pick says why and leaves the menu as it was, so the
+// owner can retry.
 func (c *DecisionConsumer) execute(ctx context.Context, session string, pd PendingDecision, index int) string {
-	// Close the menu first so a second message cannot run the pick twice.
-	if _, err := c.o.Store.Transition(ctx, pd.ID, StateDone, index); err != nil {
+	retry := strconv.Itoa(index)
+	if pd.State == StateAwaitingConfirm {
+		retry = "yes"
+	}
+	if _, err := c.o.Store.Claim(ctx, pd.ID, index); err != nil {
 		return "That menu is no longer open."
 	}
 	opt := pd.Options[index-1]
-	if c.o.Executor == nil {
-		return fmt.Sprintf("Noted: %s.", opt.Title)
+	var r Result
+	var text string
+	if c.o.Executor != nil {
+		r, text = c.o.Executor.Execute(ctx, session, pd, opt)
+	} else {
+		r = Result{Verdict: policy.Verdict{Allow: true}, Delivered: true}
 	}
-	r, text := c.o.Executor.Execute(ctx, session, pd, opt)
+	ok := r.Verdict.Allow && r.Error == "" && (r.Delivered || r.Queued)
+	if _, err := c.o.Store.Settle(context.WithoutCancel(ctx), pd.ID, ok); err != nil {
+		c.o.Logger.Warn("sentinel: menu pick not settled", "decision", pd.ID, "done", ok, "err", err)
+	}
+	stays := fmt.Sprintf(" The menu stays open: reply %s to try again.", retry)
 	switch {
-	case r.Verdict.Layer == LayerInput:
-		return fmt.Sprintf("I couldn't do %q: %s", opt.Title, r.Verdict.Reason)
-	case !r.Verdict.Allow && r.Verdict.Layer != "":
-		return fmt.Sprintf("Noted %q, but I'm holding off for now (%s).", opt.Title, r.Verdict.Reason)
-	case r.Error != "":
-		return fmt.Sprintf("I couldn't do %q: %s", opt.Title, r.Error)
+	case !r.Verdict.Allow && r.Verdict.Layer == LayerInput:
+		return fmt.Sprintf("I couldn't do %q: %s.", opt.Title, r.Verdict.Reason)
+	case !r.Verdict.Allow:
+		c.o.Logger.Info("sentinel: menu pick denied", "decision", pd.ID, "index", index, "layer", r.Verdict.Layer, "reason", r.Verdict.Reason)
+		return fmt.Sprintf("I can't do %q right now: the nudge policy's %s layer refused it (%s).", opt.Title, r.Verdict.Layer, r.Verdict.Reason) + stays
+	case !ok:
+		msg := r.Error
+		if msg == "" {
+			msg = "it did not run"
+		}
+		return fmt.Sprintf("I couldn't do %q: %s.", opt.Title, msg) + stays
+	case c.o.Executor == nil:
+		return fmt.Sprintf("Noted: %s.", opt.Title)
 	case text != "":
 		return text
 	}

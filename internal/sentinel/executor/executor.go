@@ -30,6 +30,9 @@ type Nudge struct {
 	Priority policy.Priority `json:"priority,omitempty"`
 	Topic    string          `json:"topic,omitempty"`
 	Reason   string          `json:"reason,omitempty"`
+	// Answer marks the owner's answer to a menu (a pick), which the
+	// policy does not pace like a new nudge (policy.Request.Answer).
+	Answer bool `json:"answer,omitempty"`
 }
 
 func (n Nudge) request() policy.Request {
@@ -37,7 +40,7 @@ func (n Nudge) request() policy.Request {
 	if action == "" {
 		action = policy.ActionNudge
 	}
-	return policy.Request{Action: action, SessionKey: n.Session, Content: n.Message, Priority: n.Priority, Topic: n.Topic}
+	return policy.Request{Action: action, SessionKey: n.Session, Content: n.Message, Priority: n.Priority, Topic: n.Topic, Answer: n.Answer}
 }
 
 // Delivery is reported after a nudge reached the owner, so the feedback

@@ -176,12 +176,12 @@ func TestInjectorTTLAndCap(t *testing.T) {
 	if got := in.Modify("tg:1", "reply"); got != "reply\n\ntwo\n\nthree" {
 		t.Fatalf("cap: got %q", got)
 	}
-	if g.firedN() != 0 {
-		t.Fatalf("fired %d before the reply was delivered", g.firedN())
+	if g.firedN() != 3 {
+		t.Fatalf("fired %d, want 3 (charged when queued)", g.firedN())
 	}
 	in.Settle("tg:1", true)
-	if g.firedN() != 2 {
-		t.Fatalf("fired %d, want 2 (recorded on delivery only)", g.firedN())
+	if g.firedN() != 3 {
+		t.Fatalf("fired %d, want 3 (delivery charges nothing more)", g.firedN())
 	}
 	if got := in.Modify("tg:1", "again"); got != "again" {
 		t.Fatalf("consumed twice: %q", got)
@@ -448,12 +448,12 @@ func TestConsumerHook(t *testing.T) {
 	if h, reply := c.Hook(ctx, user("1")); !h || reply != "Sunny, 21°C." {
 		t.Fatalf("reply pick: %v %q", h, reply)
 	}
-	if g.firedN() != 0 {
-		t.Fatal("reply pick charged before its reply was delivered")
+	if g.firedN() != 1 || !g.fired[0].Answer {
+		t.Fatalf("reply pick not charged as an answer when queued: %+v", g.fired)
 	}
 	inj.SettleTurn(user("1"), true)
 	if g.firedN() != 1 {
-		t.Fatalf("reply pick not charged once delivered: %d", g.firedN())
+		t.Fatalf("reply pick charged twice: %d", g.firedN())
 	}
 	if h, _ := c.Hook(ctx, user("2")); h {
 		t.Fatal("closed menu consumed a second pick")

@@ -62,11 +62,14 @@ type InjectorOptions struct {
 	Logger      *slog.Logger
 }
 
-// InjectEntry is one queued inject.
+// InjectEntry is one queued inject. NudgeID is the fire the policy charged
+// when it was queued; entries queued before injects were charged at queue
+// time have none and are charged when their reply is delivered.
 type InjectEntry struct {
 	ID       string    `json:"id"`
 	Nudge    Nudge     `json:"nudge"`
 	QueuedAt time.Time `json:"queued_at"`
+	NudgeID  string    `json:"nudge_id,omitempty"`
 }
 
 // InflightEntry is an inject taken by a reply whose delivery is not yet
@@ -117,8 +120,11 @@ func NewInjector(opts InjectorOptions) (*NudgeInjector, error) {
 	return &NudgeInjector{o: opts, owner: owner, mine: map[string][]InjectEntry{}}, nil
 }
 
-// Queue checks the policy and queues n for its session's next reply. The
-// fire is recorded only once a reply carrying it was delivered.
+// Queue checks the policy, charges it and queues n for its session's next
+// reply. Charging at queue time is what keeps the next tick from queueing
+// the same inject again (dedup, quotas and cooldowns see it); the same
+// content already waiting in the session's queue (or riding a reply) is
+// never queued twice. The fire is re-checked when the inject rides a reply.
 func (in *NudgeInjector) Queue(ctx context.Context, n Nudge) Result {
 	if n.Session == "" {
 		return denied(LayerInput, "nudge_inject needs a target session")
@@ -127,21 +133,45 @@ func (in *NudgeInjector) Queue(ctx context.Context, n Nudge) Result {
 		return denied(LayerInput, "empty nudge message")
 	}
 	n.Action = policy.ActionInject
+	key := policy.ContentKey(n.Message)
+	var dup InjectEntry
+	err := in.o.Store.View(ctx, func(tx *statefile.Tx) error {
+		st, err := loadInjector(tx)
+		if err != nil {
+			return err
+		}
+		dup, _ = findContent(st, n.Session, key)
+		return nil
+	})
+	if err != nil {
+		return Result{Error: fmt.Sprintf("queue inject: %v", err)}
+	}
+	if dup.ID != "" {
+		return alreadyQueued(dup)
+	}
+	req := n.request()
 	v := policy.Verdict{Allow: true}
+	var nudgeID string
 	if in.o.Gate != nil {
-		if v = in.o.Gate.Check(ctx, n.request()); !v.Allow {
+		if v = in.o.Gate.Check(ctx, req); !v.Allow {
 			return Result{Verdict: v}
+		}
+		if nudgeID, err = in.o.Gate.RecordFired(ctx, req); err != nil {
+			return Result{Verdict: v, Error: fmt.Sprintf("queue inject: charge: %v", err)}
 		}
 	}
 	now := in.o.Clock.Now()
-	entry := InjectEntry{ID: newID("inj"), Nudge: n, QueuedAt: now.UTC()}
+	entry := InjectEntry{ID: newID("inj"), Nudge: n, QueuedAt: now.UTC(), NudgeID: nudgeID}
 	var evicted int
-	err := in.o.Store.Update(ctx, func(tx *statefile.Tx) error {
+	err = in.o.Store.Update(ctx, func(tx *statefile.Tx) error {
 		st, err := loadInjector(tx)
 		if err != nil {
 			return err
 		}
 		in.pruneLocked(&st, now)
+		if dup, _ = findContent(st, n.Session, key); dup.ID != "" {
+			return nil // a peer queued it between our look and the charge
+		}
 		q := append(st.Queues[n.Session], entry)
 		if over := len(q) - in.o.Cap; over > 0 {
 			evicted = over
@@ -151,12 +181,36 @@ func (in *NudgeInjector) Queue(ctx context.Context, n Nudge) Result {
 		return tx.Put(InjectorSection, st)
 	})
 	if err != nil {
-		return Result{Verdict: v, Error: fmt.Sprintf("queue inject: %v", err)}
+		return Result{Verdict: v, NudgeID: nudgeID, Error: fmt.Sprintf("queue inject: %v", err)}
+	}
+	if dup.ID != "" {
+		in.o.Logger.Warn("sentinel: inject queued by a peer meanwhile; this charge is spent", "session", n.Session, "nudge_id", nudgeID, "queued", dup.ID)
+		return alreadyQueued(dup)
 	}
 	if evicted > 0 {
 		in.o.Logger.Info("sentinel: inject queue full; oldest evicted", "session", n.Session, "evicted", evicted)
 	}
-	return Result{Verdict: v, Queued: true, Note: "queued for the next reply in " + n.Session}
+	return Result{Verdict: v, Queued: true, NudgeID: nudgeID, Note: "queued for the next reply in " + n.Session}
+}
+
+func alreadyQueued(e InjectEntry) Result {
+	return Result{Verdict: policy.Verdict{Allow: true}, Queued: true, NudgeID: e.NudgeID, Note: "already queued as " + e.ID + "; not queued twice"}
+}
+
+// findContent returns the session's queued or in-flight entry with the
+// same content key.
+func findContent(st injectorState, session string, key uint64) (InjectEntry, bool) {
+	for _, e := range st.Queues[session] {
+		if policy.ContentKey(e.Nudge.Message) == key {
+			return e, true
+		}
+	}
+	for _, f := range st.InFlight[session] {
+		if policy.ContentKey(f.Nudge.Message) == key {
+			return f.InjectEntry, true
+		}
+	}
+	return InjectEntry{}, false
 }
 
 // Modify is the response modifier func(sessionKey, content string) string:
@@ -256,8 +310,9 @@ func (in *NudgeInjector) Settle(session string, delivered bool) {
 	now := in.o.Clock.Now()
 	for _, e := range taken {
 		req := e.Nudge.request()
-		id := ""
-		if in.o.Gate != nil {
+		id := e.NudgeID
+		if id == "" && in.o.Gate != nil {
+			// Queued before injects were charged at queue time.
 			var err error
 			if id, err = in.o.Gate.RecordFired(ctx, req); err != nil {
 				in.o.Logger.Error("sentinel: inject delivered but fire not recorded", "err", err)
@@ -287,10 +342,16 @@ func setOrDelete[T any](m map[string][]T, k string, v []T) {
 	}
 }
 
+// take moves the session's injects that still pass the policy into flight.
+// The policy is asked again because time passed since they were queued: a
+// dismissal cooldown, quiet hours or a topic rejection that began meanwhile
+// holds an inject back (it stays queued until its TTL). The check runs
+// between a look at the queue and the claim, outside the state lock the
+// policy itself takes.
 func (in *NudgeInjector) take(ctx context.Context, session string) ([]InjectEntry, error) {
-	var taken []InjectEntry
 	now := in.o.Clock.Now()
-	err := in.o.Store.Update(ctx, func(tx *statefile.Tx) error {
+	var queued []InjectEntry
+	err := in.o.Store.View(ctx, func(tx *statefile.Tx) error {
 		raw, ok := tx.Raw(InjectorSection)
 		if !ok || len(raw) < 16 { // `{"queues":{}}` and friends: nothing queued
 			return nil
@@ -299,12 +360,50 @@ func (in *NudgeInjector) take(ctx context.Context, session string) ([]InjectEntr
 		if err != nil {
 			return err
 		}
+		in.pruneLocked(&st, now)
+		queued = st.Queues[session]
+		return nil
+	})
+	if err != nil || len(queued) == 0 {
+		return nil, err
+	}
+	ok := make(map[string]bool, len(queued))
+	for _, e := range queued {
+		if in.o.Gate == nil {
+			ok[e.ID] = true
+			continue
+		}
+		req := e.Nudge.request()
+		req.Charged = e.NudgeID != ""
+		if v := in.o.Gate.Check(ctx, req); v.Allow {
+			ok[e.ID] = true
+		} else {
+			in.o.Logger.Info("sentinel: queued inject held back by the policy", "session", session, "id", e.ID, "layer", v.Layer, "reason", v.Reason)
+		}
+	}
+	if len(ok) == 0 {
+		return nil, nil
+	}
+	var taken []InjectEntry
+	err = in.o.Store.Update(ctx, func(tx *statefile.Tx) error {
+		taken = taken[:0]
+		st, err := loadInjector(tx)
+		if err != nil {
+			return err
+		}
 		pruned := in.pruneLocked(&st, now)
-		taken = st.Queues[session]
+		var keep []InjectEntry
+		for _, e := range st.Queues[session] {
+			if ok[e.ID] {
+				taken = append(taken, e)
+			} else {
+				keep = append(keep, e)
+			}
+		}
 		if len(taken) == 0 && !pruned {
 			return nil
 		}
-		delete(st.Queues, session)
+		setOrDelete(st.Queues, session, keep)
 		for _, e := range taken {
 			st.InFlight[session] = append(st.InFlight[session], InflightEntry{InjectEntry: e, Owner: in.owner, TakenAt: now.UTC()})
 		}

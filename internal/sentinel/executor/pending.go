@@ -25,9 +25,12 @@ const (
 const (
 	StateOpen            = "open"
 	StateAwaitingConfirm = "awaiting_confirm"
-	StateDone            = "done"
-	StateCancelled       = "cancelled"
-	StateSuperseded      = "superseded"
+	// StateExecuting: a pick is running; the menu closes only once it
+	// succeeded and goes back to its previous state otherwise.
+	StateExecuting  = "executing"
+	StateDone       = "done"
+	StateCancelled  = "cancelled"
+	StateSuperseded = "superseded"
 )
 
 // Option is one numbered choice of a discovery menu.
@@ -41,22 +44,38 @@ type Option struct {
 
 // PendingDecision is a menu waiting for the owner's pick.
 type PendingDecision struct {
-	ID        string          `json:"id"`
-	Session   string          `json:"session"`
-	Title     string          `json:"title"`
-	Topic     string          `json:"topic,omitempty"`
-	Priority  policy.Priority `json:"priority,omitempty"`
-	Options   []Option        `json:"options"`
-	State     string          `json:"state"`
-	Picked    int             `json:"picked,omitempty"` // 1-based
-	CreatedAt time.Time       `json:"created_at"`
-	ExpiresAt time.Time       `json:"expires_at"`
-	UpdatedAt time.Time       `json:"updated_at,omitzero"`
+	ID       string          `json:"id"`
+	Session  string          `json:"session"`
+	Title    string          `json:"title"`
+	Topic    string          `json:"topic,omitempty"`
+	Priority policy.Priority `json:"priority,omitempty"`
+	Options  []Option        `json:"options"`
+	State    string          `json:"state"`
+	Picked   int             `json:"picked,omitempty"` // 1-based
+	// Resume is the state an executing pick returns the menu to when it
+	// fails (or its process died: see pickClaimTimeout).
+	Resume    string    `json:"resume,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
+	ExpiresAt time.Time `json:"expires_at"`
+	UpdatedAt time.Time `json:"updated_at,omitzero"`
 }
 
 // Active reports whether pd still waits for a pick or a confirmation.
 func (pd PendingDecision) Active(now time.Time) bool {
-	return (pd.State == StateOpen || pd.State == StateAwaitingConfirm) && now.Before(pd.ExpiresAt)
+	st := pd.effectiveState(now)
+	return (st == StateOpen || st == StateAwaitingConfirm) && now.Before(pd.ExpiresAt)
+}
+
+// pickClaimTimeout bounds how long a pick may hold its menu as executing:
+// a claim older than that belongs to a process that died mid-pick, and the
+// menu is open again. It outlasts any pick (a tool call, a spawn start).
+const pickClaimTimeout = 15 * time.Minute
+
+func (pd PendingDecision) effectiveState(now time.Time) string {
+	if pd.State == StateExecuting && now.Sub(pd.UpdatedAt) >= pickClaimTimeout {
+		return pd.Resume
+	}
+	return pd.State
 }
 
 // RenderMenu is the user-facing menu: numbered options with one-line
@@ -201,6 +220,7 @@ func (s *PendingDecisionStore) Active(ctx context.Context, session string) (Pend
 	err := s.update(ctx, func(f *pendingFile, now time.Time) (bool, error) {
 		for i := len(f.Decisions) - 1; i >= 0; i-- {
 			if d := f.Decisions[i]; d.Session == session && d.Active(now) {
+				d.State = d.effectiveState(now)
 				out, found = d, true
 				break
 			}
@@ -232,6 +252,58 @@ func (s *PendingDecisionStore) Transition(ctx context.Context, id, state string,
 		return false, fmt.Errorf("%w: %s", ErrNoPendingDecision, id)
 	})
 	return out, err
+}
+
+// Claim marks an active decision's pick as executing, so a second message
+// (or process) cannot run it twice while it runs; Settle ends the claim.
+func (s *PendingDecisionStore) Claim(ctx context.Context, id string, picked int) (PendingDecision, error) {
+	var out PendingDecision
+	err := s.update(ctx, func(f *pendingFile, now time.Time) (bool, error) {
+		d, err := findDecision(f, id)
+		if err != nil {
+			return false, err
+		}
+		if !d.Active(now) {
+			return false, fmt.Errorf("%w: %s is %s", ErrNoPendingDecision, id, d.State)
+		}
+		d.Resume = d.effectiveState(now)
+		d.State, d.Picked, d.UpdatedAt = StateExecuting, picked, now.UTC()
+		out = *d
+		return true, nil
+	})
+	return out, err
+}
+
+// Settle ends a Claim: done closes the menu, otherwise it returns to the
+// state it was claimed from, so the owner can retry the pick.
+func (s *PendingDecisionStore) Settle(ctx context.Context, id string, done bool) (PendingDecision, error) {
+	var out PendingDecision
+	err := s.update(ctx, func(f *pendingFile, now time.Time) (bool, error) {
+		d, err := findDecision(f, id)
+		if err != nil {
+			return false, err
+		}
+		if d.State != StateExecuting {
+			return false, fmt.Errorf("%w: %s is %s, not executing", ErrNoPendingDecision, id, d.State)
+		}
+		d.State = d.Resume
+		if done {
+			d.State = StateDone
+		}
+		d.Resume, d.UpdatedAt = "", now.UTC()
+		out = *d
+		return true, nil
+	})
+	return out, err
+}
+
+func findDecision(f *pendingFile, id string) (*PendingDecision, error) {
+	for i := range f.Decisions {
+		if f.Decisions[i].ID == id {
+			return &f.Decisions[i], nil
+		}
+	}
+	return nil, fmt.Errorf("%w: %s", ErrNoPendingDecision, id)
 }
 
 // List returns every retained decision, oldest first.

@@ -12,18 +12,19 @@ import (
 	"github.com/raven-agent/raven/internal/statefile"
 )
 
-// An inject is charged and reported only once the reply it rode on was
-// delivered; an undelivered reply puts it back for the next one.
-func TestInjectorChargesOnlyDeliveredReplies(t *testing.T) {
+// An inject is charged once, when queued, and reported as delivered only
+// once the reply it rode on was delivered; an undelivered reply puts it
+// back for the next one without a second charge.
+func TestInjectorChargesOnceReportsDelivered(t *testing.T) {
 	tests := []struct {
-		name        string
-		delivered   []bool // one reply per element
-		wantFired   int
-		wantPending int
-		wantRides   int // replies that carried the inject
+		name         string
+		delivered    []bool // one reply per element
+		wantReported int
+		wantPending  int
+		wantRides    int // replies that carried the inject
 	}{
 		{"delivered", []bool{true, true}, 1, 0, 1},
-		{"delivery failed: requeued, no charge", []bool{false}, 0, 1, 1},
+		{"delivery failed: requeued", []bool{false}, 0, 1, 1},
 		{"failed then delivered", []bool{false, true, true}, 1, 0, 2},
 	}
 	for _, tc := range tests {
@@ -48,7 +49,7 @@ func TestInjectorChargesOnlyDeliveredReplies(t *testing.T) {
 				in.SettleTurn(spine.TurnRequest{Origin: spine.OriginUser, Channel: "tg", ChatID: "1"}, ok)
 			}
 			p, _ := in.Pending(ctx)
-			if g.firedN() != tc.wantFired || len(reported) != tc.wantFired || len(p["tg:1"]) != tc.wantPending || rides != tc.wantRides {
+			if g.firedN() != 1 || len(reported) != tc.wantReported || len(p["tg:1"]) != tc.wantPending || rides != tc.wantRides {
 				t.Fatalf("fired %d reported %d pending %d rides %d", g.firedN(), len(reported), len(p["tg:1"]), rides)
 			}
 		})
@@ -58,17 +59,19 @@ func TestInjectorChargesOnlyDeliveredReplies(t *testing.T) {
 func TestInjectorSettleIgnoresSystemTurnsAndOtherSessions(t *testing.T) {
 	clk := clock.NewFake(t0)
 	g := &fakeGate{}
-	in, _ := NewInjector(InjectorOptions{Store: openStore(t, filepath.Join(t.TempDir(), "state.json"), clk), Gate: g, Clock: clk})
+	reported := 0
+	in, _ := NewInjector(InjectorOptions{Store: openStore(t, filepath.Join(t.TempDir(), "state.json"), clk), Gate: g, Clock: clk,
+		OnDelivered: func(context.Context, Delivery) { reported++ }})
 	in.Queue(context.Background(), Nudge{Message: "m", Session: "tg:1"})
 	in.Modify("tg:1", "r")
 	in.SettleTurn(spine.TurnRequest{Origin: spine.OriginCron, Channel: "tg", ChatID: "1"}, true)
 	in.Settle("tg:2", true)
-	if g.firedN() != 0 {
+	if reported != 0 {
 		t.Fatal("a system turn or another session settled the inject")
 	}
 	in.Settle("tg:1", true)
-	if g.firedN() != 1 {
-		t.Fatalf("fired %d", g.firedN())
+	if reported != 1 || g.firedN() != 1 {
+		t.Fatalf("reported %d fired %d", reported, g.firedN())
 	}
 }
 
@@ -114,7 +117,7 @@ func TestInjectorLongTurnDeliveredAfterRequeue(t *testing.T) {
 	clk.Advance(2 * time.Minute)
 	peer.Queue(context.Background(), Nudge{Message: "other", Session: "tg:9"}) // prunes: requeues "m"
 	slow.Settle("tg:1", true)
-	if got := peer.Modify("tg:1", "r"); got != "r" || g.firedN() != 1 {
+	if got := peer.Modify("tg:1", "r"); got != "r" || g.firedN() != 2 { // "m" and "other", each once
 		t.Fatalf("got %q fired %d", got, g.firedN())
 	}
 }

@@ -20,6 +20,8 @@ type SpawnRequest struct {
 	Priority policy.Priority
 	Topic    string
 	Reason   string
+	// Answer: the owner picked this spawn from a menu (policy.Request.Answer).
+	Answer bool
 }
 
 // SpawnOptions are ProactiveSpawn's dependencies.
@@ -66,7 +68,7 @@ func (s *ProactiveSpawn) Dispatch(ctx context.Context, r SpawnRequest) Result {
 	if !ok {
 		return denied(LayerInput, fmt.Sprintf("spawn_agent: no usable target session %q", session))
 	}
-	req := policy.Request{Action: policy.ActionSpawn, SessionKey: session, Content: task, Priority: r.Priority, Topic: r.Topic}
+	req := policy.Request{Action: policy.ActionSpawn, SessionKey: session, Content: task, Priority: r.Priority, Topic: r.Topic, Answer: r.Answer}
 	v := policy.Verdict{Allow: true}
 	if s.o.Gate != nil {
 		if v = s.o.Gate.Check(ctx, req); !v.Allow {
