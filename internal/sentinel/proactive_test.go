@@ -2,6 +2,8 @@ package sentinel
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"strings"
 	"sync"
 	"testing"
@@ -306,5 +308,137 @@ func TestSessionCooldownAfterTargetResolution(t *testing.T) {
 	}
 	if n := h.postedN(); n != 1 {
 		t.Fatalf("%d messages posted", n)
+	}
+}
+
+// §2.7: a picked tool option runs through the agent's tools (a plain
+// ToolRunner), passes the policy as the owner's answer, is tracked for
+// feedback, and a failed run leaves the menu open for a retry.
+func TestPickRunsToolThroughPolicy(t *testing.T) {
+	type call struct {
+		name string
+		args string
+	}
+	var mu sync.Mutex
+	var calls []call
+	fail := true
+	h := newDefaultSys(t, nil, func(o *SystemOptions) {
+		o.Tools = func(_ context.Context, name string, args json.RawMessage) (string, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			calls = append(calls, call{name, string(args)})
+			if fail {
+				return "", errors.New("weather service timed out")
+			}
+			return "Leeds: 14°C, dry all afternoon.", nil
+		}
+	})
+	ctx := context.Background()
+	pd, err := h.sys.Pending.Put(ctx, executor.PendingDecision{Session: "telegram:42", Title: "Today?", Topic: "task-discovery", Priority: policy.PriorityLow,
+		Options: []executor.Option{{Title: "Check the Leeds weather", Kind: executor.KindTool, Tool: "weather", Args: json.RawMessage(`{"city":"Leeds"}`)}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res := h.sys.Dispatcher.DispatchOptions(ctx, pd); !res.Delivered {
+		t.Fatalf("%+v", res)
+	}
+	if menu := h.posted[0].Content; !strings.Contains(menu, "(runs weather)") {
+		t.Fatalf("menu hides the tool it runs: %q", menu)
+	}
+	h.clk.Advance(time.Minute)
+
+	handled, reply := h.sys.Consumer.Hook(ctx, userTurn("1"))
+	if !handled || !strings.Contains(reply, "weather service timed out") || !strings.Contains(reply, "reply 1 to try again") {
+		t.Fatalf("failed tool: handled=%v reply=%q", handled, reply)
+	}
+	if _, ok, _ := h.sys.Pending.Active(ctx, "telegram:42"); !ok {
+		t.Fatal("a failed tool pick closed its menu")
+	}
+	mu.Lock()
+	fail = false
+	mu.Unlock()
+	handled, reply = h.sys.Consumer.Hook(ctx, userTurn("1"))
+	if !handled || reply != "Leeds: 14°C, dry all afternoon." {
+		t.Fatalf("tool pick: handled=%v reply=%q", handled, reply)
+	}
+	if _, ok, _ := h.sys.Pending.Active(ctx, "telegram:42"); ok {
+		t.Fatal("menu open after its tool ran")
+	}
+	if len(calls) != 2 || calls[1] != (call{"weather", `{"city":"Leeds"}`}) {
+		t.Fatalf("calls %+v", calls)
+	}
+	recs, _ := h.sys.Feedback.Nudges(10)
+	if len(recs) != 2 || recs[0].Action != policy.ActionTool || recs[0].NudgeID == "" || recs[0].Session != "telegram:42" || !strings.Contains(recs[0].Content, "14°C") {
+		t.Fatalf("tool pick not tracked: %+v", recs)
+	}
+}
+
+// §2.10: a spawn's result reaches the owner through the dispatcher, under
+// the spawn's nudge ID: posted to the resolved target, reported to the
+// runtime's observer (which records it in the owner's session) and logged
+// as dispatched for feedback — also when the micro-agent answers before
+// the spawn call returned.
+func TestSpawnResultGoesThroughDispatcher(t *testing.T) {
+	for _, sync := range []bool{false, true} {
+		name := "async result"
+		if sync {
+			name = "result before the spawn returned"
+		}
+		t.Run(name, func(t *testing.T) {
+			var done executor.SpawnDone
+			h := newDefaultSys(t, nil, func(o *SystemOptions) {
+				o.RunAgent = func(ctx context.Context, task string, d executor.SpawnDone) error {
+					if sync {
+						d(ctx, "Trains to Leeds on Friday: 07:04, 08:34 (cheapest, £42).", nil)
+						return nil
+					}
+					done = d
+					return nil
+				}
+			})
+			ctx := context.Background()
+			h.prov.push(decisionJSON("spawn_agent", "", map[string]any{"spawn_task": "Compare Friday trains to Leeds.", "topic": "leeds-trip"}))
+			out := h.sys.Runner.TickOnce(ctx)
+			if !out.Delivered() || out.NudgeID == "" {
+				t.Fatalf("%+v", out)
+			}
+			if !sync {
+				if recs, _ := h.sys.Feedback.Nudges(10); len(recs) != 0 || h.postedN() != 0 {
+					t.Fatalf("reported before the result arrived: %+v", recs)
+				}
+				h.clk.Advance(3 * time.Minute)
+				done(ctx, "Trains to Leeds on Friday: 07:04, 08:34 (cheapest, £42).", nil)
+			}
+			if h.postedN() != 1 || h.posted[0].ChatID != "42" || !strings.Contains(h.posted[0].Content, "£42") || !h.posted[0].Proactive {
+				t.Fatalf("posted %+v", h.posted)
+			}
+			recs, _ := h.sys.Feedback.Nudges(10)
+			if len(recs) != 1 || recs[0].NudgeID != out.NudgeID || recs[0].Action != policy.ActionSpawn || recs[0].Session != "telegram:42" ||
+				recs[0].Topic != "leeds-trip" || !strings.Contains(recs[0].Content, "£42") {
+				t.Fatalf("feedback %+v", recs)
+			}
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			if len(h.observed) != 1 || h.observed[0].NudgeID != out.NudgeID || h.observed[0].Session != "telegram:42" || !strings.Contains(h.observed[0].Content, "£42") {
+				t.Fatalf("the runtime did not see the result to record it in the session: %+v", h.observed)
+			}
+		})
+	}
+}
+
+// §2.10: a failed micro-agent still tells the owner, through the same path.
+func TestSpawnFailureReported(t *testing.T) {
+	var done executor.SpawnDone
+	h := newDefaultSys(t, nil, func(o *SystemOptions) {
+		o.RunAgent = func(_ context.Context, _ string, d executor.SpawnDone) error { done = d; return nil }
+	})
+	ctx := context.Background()
+	h.prov.push(decisionJSON("spawn_agent", "", map[string]any{"spawn_task": "Compare Friday trains to Leeds."}))
+	if out := h.sys.Runner.TickOnce(ctx); !out.Delivered() {
+		t.Fatalf("%+v", out)
+	}
+	done(ctx, "", errors.New("model unavailable"))
+	if h.postedN() != 1 || !strings.Contains(h.posted[0].Content, "couldn't finish") || !strings.Contains(h.posted[0].Content, "model unavailable") {
+		t.Fatalf("posted %+v", h.posted)
 	}
 }

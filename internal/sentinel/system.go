@@ -42,9 +42,18 @@ type SystemOptions struct {
 	Sessions SessionLister
 	// LastActivity feeds the defer manager (session.Store.LastActivity fits).
 	LastActivity func(ctx context.Context, session string) (time.Time, bool)
-	Spawn        executor.SpawnFunc
-	Routines     func(history string) []Routine // nil: the built-in learner (sentinel.routines)
-	Calendar     func(now time.Time) []CalendarEntry
+	// RunAgent starts micro-agents for spawn_agent decisions and spawn
+	// picks; their results reach the owner through the dispatcher (the
+	// owner's session, feedback), like any nudge.
+	RunAgent executor.SpawnRunner
+	// Spawn is the deprecated spawn seam whose results bypass the
+	// dispatcher; used only when RunAgent is nil.
+	Spawn executor.SpawnFunc
+	// Tools runs the agent's tools for a picked tool option (the agent's
+	// tools.Registry); nil: tool options are refused with a reason.
+	Tools    executor.ToolRunner
+	Routines func(history string) []Routine // nil: the built-in learner (sentinel.routines)
+	Calendar func(now time.Time) []CalendarEntry
 	// PlanSlots overrides the daily-plan producer (sentinel.plan) with a
 	// fixed plan.
 	PlanSlots func(day time.Time) []PlanSlot
@@ -140,10 +149,13 @@ func NewSystem(o SystemOptions) (*System, error) {
 	}); err != nil {
 		return nil, err
 	}
-	s.Spawn = executor.NewSpawn(executor.SpawnOptions{Gate: pol, Spawn: o.Spawn, Targets: targets, OnDelivered: delivered, Logger: log})
+	if o.RunAgent == nil && o.Spawn != nil {
+		log.Warn("sentinel: spawn results bypass the dispatcher (not recorded in the owner's session, not tracked for feedback); pass SystemOptions.RunAgent")
+	}
+	s.Spawn = executor.NewSpawn(executor.SpawnOptions{Gate: pol, Run: o.RunAgent, Deliver: s.Dispatcher.DeliverCharged, Spawn: o.Spawn, Targets: targets, OnDelivered: delivered, Logger: log})
 	s.Pending = executor.NewPendingDecisionStore(o.Paths.PendingDecisions(), cfg.PendingTTL.D(), o.Clock)
 	s.Router = executor.NewRouter(executor.RouterOptions{Provider: o.Provider, Model: o.Model, MinConfidence: cfg.DecisionConfidence, Logger: log})
-	s.Actions = executor.NewActionExecutor(executor.ActionExecutorOptions{Gate: pol, Injector: s.Injector, Spawn: s.Spawn, Logger: log})
+	s.Actions = executor.NewActionExecutor(executor.ActionExecutorOptions{Gate: pol, Injector: s.Injector, Spawn: s.Spawn, Tools: o.Tools, OnDelivered: delivered, Clock: o.Clock, Logger: log})
 	s.Consumer = executor.NewConsumer(executor.ConsumerOptions{Store: s.Pending, Router: s.Router, Executor: s.Actions, Confirm: cfg.DecisionConfirm, Logger: log})
 	routines := o.Routines
 	if routines == nil && cfg.Routines.Enabled {

@@ -1,12 +1,21 @@
 package executor
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
+	"strings"
 
+	"github.com/raven-agent/raven/internal/clock"
 	"github.com/raven-agent/raven/internal/sentinel/policy"
 )
+
+// ToolRunner runs one of the agent's tools by name with JSON arguments and
+// returns its output. It is the seam to the agent's tool registry: the
+// Sentinel does not import the agent.
+type ToolRunner func(ctx context.Context, name string, args json.RawMessage) (string, error)
 
 // ActionExecutorOptions are the ActionExecutor's dependencies; each
 // option kind is available only when its executor is set.
@@ -14,7 +23,13 @@ type ActionExecutorOptions struct {
 	Gate     Gate
 	Injector *NudgeInjector
 	Spawn    *ProactiveSpawn
-	Logger   *slog.Logger
+	// Tools runs KindTool options.
+	Tools ToolRunner
+	// OnDelivered sees a tool pick's output once it ran (it is this
+	// turn's reply), like any delivery.
+	OnDelivered DeliveredFunc
+	Clock       clock.Clock
+	Logger      *slog.Logger
 }
 
 // ActionExecutor runs a picked menu option. Every path passes the policy and
@@ -27,6 +42,9 @@ type ActionExecutor struct {
 func NewActionExecutor(opts ActionExecutorOptions) *ActionExecutor {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.Real()
 	}
 	return &ActionExecutor{o: opts}
 }
@@ -70,6 +88,57 @@ func (a *ActionExecutor) Execute(ctx context.Context, session string, pd Pending
 			return r, ""
 		}
 		return r, "On it: " + opt.Title + ". I'll report back here."
+	case KindTool:
+		return a.runTool(ctx, session, pd, opt)
 	}
 	return denied(LayerInput, fmt.Sprintf("unknown option kind %q", opt.Kind)), ""
+}
+
+// runTool runs a KindTool pick through the policy: checked as the owner's
+// answer, charged only once the tool succeeded, its output the reply.
+func (a *ActionExecutor) runTool(ctx context.Context, session string, pd PendingDecision, opt Option) (Result, string) {
+	if a.o.Tools == nil {
+		return denied(LayerInput, "tool options need the agent's tools"), ""
+	}
+	if strings.TrimSpace(opt.Tool) == "" {
+		return denied(LayerInput, "the option names no tool"), ""
+	}
+	args := json.RawMessage(`{}`)
+	if len(opt.Args) > 0 {
+		// Compact: the stored menu is indented, and the dedup key should
+		// not depend on layout.
+		var b bytes.Buffer
+		if err := json.Compact(&b, opt.Args); err != nil {
+			return denied(LayerInput, fmt.Sprintf("the arguments for %s are not JSON: %v", opt.Tool, err)), ""
+		}
+		args = b.Bytes()
+	}
+	req := policy.Request{Action: policy.ActionTool, SessionKey: session, Content: "run " + opt.Tool + " " + string(args),
+		Priority: pd.Priority, Topic: pd.Topic, Answer: true}
+	v := policy.Verdict{Allow: true}
+	if a.o.Gate != nil {
+		if v = a.o.Gate.Check(ctx, req); !v.Allow {
+			return Result{Verdict: v}, ""
+		}
+	}
+	out, err := a.o.Tools(ctx, opt.Tool, args)
+	if err != nil {
+		a.o.Logger.Warn("sentinel: picked tool failed; not charged", "tool", opt.Tool, "err", err)
+		return Result{Verdict: v, Error: fmt.Sprintf("%s: %v", opt.Tool, err)}, ""
+	}
+	text := strings.TrimSpace(out)
+	if text == "" {
+		text = "Done: " + opt.Title + "."
+	}
+	res := Result{Verdict: v, Delivered: true, Targets: []string{session}, Note: "ran tool " + opt.Tool}
+	if a.o.Gate != nil {
+		if res.NudgeID, err = a.o.Gate.RecordFired(ctx, req); err != nil {
+			a.o.Logger.Error("sentinel: picked tool ran but fire not recorded", "err", err)
+		}
+	}
+	if a.o.OnDelivered != nil {
+		a.o.OnDelivered(ctx, Delivery{NudgeID: res.NudgeID, Action: req.Action, Session: session, Content: text,
+			Topic: pd.Topic, Priority: pd.Priority, At: a.o.Clock.Now()})
+	}
+	return res, text
 }

@@ -19,6 +19,7 @@ import (
 const (
 	KindReply = "reply" // send Reply through the injector
 	KindSpawn = "spawn" // spawn a micro-agent for Task
+	KindTool  = "tool"  // run the agent's tool Tool with Args
 )
 
 // Pending decision states.
@@ -40,6 +41,9 @@ type Option struct {
 	Kind   string `json:"kind"`
 	Reply  string `json:"reply,omitempty"`
 	Task   string `json:"task,omitempty"`
+	// Tool and Args name the agent tool a KindTool option runs.
+	Tool string          `json:"tool,omitempty"`
+	Args json.RawMessage `json:"args,omitempty"`
 }
 
 // PendingDecision is a menu waiting for the owner's pick.
@@ -90,6 +94,10 @@ func RenderMenu(pd PendingDecision) string {
 		fmt.Fprintf(&b, "%d. %s", i+1, o.Title)
 		if o.Reason != "" {
 			fmt.Fprintf(&b, " — %s", o.Reason)
+		}
+		if o.Kind == KindTool && o.Tool != "" {
+			// The owner sees what a pick will run, not only its title.
+			fmt.Fprintf(&b, " (runs %s)", o.Tool)
 		}
 		b.WriteByte('\n')
 	}

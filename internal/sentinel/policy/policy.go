@@ -35,6 +35,9 @@ const (
 	ActionNudge  = "nudge"
 	ActionInject = "nudge_inject"
 	ActionDefer  = "nudge_defer"
+	// ActionTool is a menu pick that runs one of the agent's tools; its
+	// output is the owner's reply, so it is on the nudge line.
+	ActionTool = "run_tool"
 )
 
 // Verdicts recorded by RecordOutcome.
