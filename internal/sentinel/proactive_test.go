@@ -18,6 +18,7 @@ import (
 	"github.com/raven-agent/raven/internal/session"
 	"github.com/raven-agent/raven/internal/spine"
 	"github.com/raven-agent/raven/internal/statefile"
+	"github.com/raven-agent/raven/internal/tools"
 )
 
 // The tests in this file run every proactive path through NewSystem with
@@ -323,10 +324,13 @@ func TestPickRunsToolThroughPolicy(t *testing.T) {
 	var calls []call
 	fail := true
 	h := newDefaultSys(t, nil, func(o *SystemOptions) {
-		o.Tools = func(_ context.Context, name string, args json.RawMessage) (string, error) {
+		o.Tools = func(ctx context.Context, name string, args json.RawMessage) (string, error) {
 			mu.Lock()
 			defer mu.Unlock()
 			calls = append(calls, call{name, string(args)})
+			if turn, ok := tools.TurnFrom(ctx); !ok || turn.Conversation != "telegram:42" || turn.Origin != spine.OriginUser {
+				return "", errors.New("tool runs outside the owner's turn")
+			}
 			if fail {
 				return "", errors.New("weather service timed out")
 			}

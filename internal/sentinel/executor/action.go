@@ -10,6 +10,8 @@ import (
 
 	"github.com/raven-agent/raven/internal/clock"
 	"github.com/raven-agent/raven/internal/sentinel/policy"
+	"github.com/raven-agent/raven/internal/spine"
+	"github.com/raven-agent/raven/internal/tools"
 )
 
 // ToolRunner runs one of the agent's tools by name with JSON arguments and
@@ -120,6 +122,12 @@ func (a *ActionExecutor) runTool(ctx context.Context, session string, pd Pending
 		if v = a.o.Gate.Check(ctx, req); !v.Allow {
 			return Result{Verdict: v}, ""
 		}
+	}
+	if _, ok := tools.TurnFrom(ctx); !ok {
+		// A tool runs for the owner who picked it: tools that act on "this
+		// conversation" find it as in an agent turn.
+		ch, chatID, _ := spine.SplitConversationKey(session)
+		ctx = tools.WithTurn(ctx, tools.TurnInfo{Origin: spine.OriginUser, Conversation: session, Channel: ch, ChatID: chatID})
 	}
 	out, err := a.o.Tools(ctx, opt.Tool, args)
 	if err != nil {

@@ -149,3 +149,29 @@ func BenchmarkCheckHydrateChanged(b *testing.B) {
 		})
 	}
 }
+
+// A queued inject re-checked when it rides a reply (Request.Charged) and a
+// menu pick (Request.Answer) take the same allocation-free path.
+func BenchmarkCheckChargedAndAnswer(b *testing.B) {
+	p, _ := filledPolicy(b, 10_000)
+	ctx := context.Background()
+	for _, bc := range []struct {
+		name string
+		req  Request
+	}{
+		{"charged", func() Request { r := allowReq; r.Action, r.Charged = ActionInject, true; return r }()},
+		{"answer", func() Request { r := allowReq; r.Action, r.Answer = ActionInject, true; return r }()},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			if v := p.Check(ctx, bc.req); !v.Allow {
+				b.Fatal(v)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if v := p.Check(ctx, bc.req); !v.Allow {
+					b.Fatal(v)
+				}
+			}
+		})
+	}
+}
