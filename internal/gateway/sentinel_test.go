@@ -145,9 +145,10 @@ func TestStartSentinelBadPlannerModel(t *testing.T) {
 	}
 }
 
-// An inject is charged (policy ledger, feedback log) only when the reply it
-// rode on reached an outlet; a failed delivery puts it back for the next
-// reply, and a system-generated turn never carries it.
+// An inject is charged to the policy once, when queued (ISSUE8 §2.2), and
+// logged for feedback only when the reply it rode on reached an outlet; a
+// failed delivery puts it back for the next reply, and a system-generated
+// turn never carries it.
 func TestSentinelInjectSettledByDelivery(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	a, _ := newSentinelApp(t, false, []llm.Turn{{Content: "One."}, {Content: "Two."}, {Content: "Three."}})
@@ -188,8 +189,8 @@ func TestSentinelInjectSettledByDelivery(t *testing.T) {
 	if res := send(spine.OriginUser); res.Delivered || !strings.Contains(res.Reply, "Passport") {
 		t.Fatalf("first reply: %+v", res)
 	}
-	if ns, _ := sys.Feedback.Nudges(5); len(ns) != 0 || charged() != 0 {
-		t.Fatalf("undelivered inject charged: feedback %+v charged %d", ns, charged())
+	if ns, _ := sys.Feedback.Nudges(5); len(ns) != 0 || charged() != 1 {
+		t.Fatalf("undelivered inject reported, or not charged once: feedback %+v charged %d", ns, charged())
 	}
 	if p, _ := sys.Injector.Pending(ctx); len(p["telegram:7"]) != 1 {
 		t.Fatalf("undelivered inject not requeued: %+v", p)
