@@ -150,7 +150,7 @@ func NewSystem(o SystemOptions) (*System, error) {
 		return nil, err
 	}
 	if o.RunAgent == nil && o.Spawn != nil {
-		log.Warn("sentinel: spawn results bypass the dispatcher (not recorded in the owner's session, not tracked for feedback); pass SystemOptions.RunAgent")
+		log.Info("sentinel: spawn results bypass the dispatcher (not recorded in the owner's session, not tracked for feedback); pass SystemOptions.RunAgent")
 	}
 	s.Spawn = executor.NewSpawn(executor.SpawnOptions{Gate: pol, Run: o.RunAgent, Deliver: s.Dispatcher.DeliverCharged, Spawn: o.Spawn, Targets: targets, OnDelivered: delivered, Logger: log})
 	s.Pending = executor.NewPendingDecisionStore(o.Paths.PendingDecisions(), cfg.PendingTTL.D(), o.Clock)
