@@ -140,6 +140,7 @@ func (in *NudgeInjector) Queue(ctx context.Context, n Nudge) Result {
 		if err != nil {
 			return err
 		}
+		in.prune(&st, in.o.Clock.Now(), false)
 		dup, _ = findContent(st, n.Session, key)
 		return nil
 	})
@@ -360,7 +361,7 @@ func (in *NudgeInjector) take(ctx context.Context, session string) ([]InjectEntr
 		if err != nil {
 			return err
 		}
-		in.pruneLocked(&st, now)
+		in.prune(&st, now, false)
 		queued = st.Queues[session]
 		return nil
 	})
@@ -424,7 +425,7 @@ func (in *NudgeInjector) Pending(ctx context.Context) (map[string][]InjectEntry,
 	if err != nil {
 		return nil, err
 	}
-	in.pruneLocked(&st, in.o.Clock.Now())
+	in.prune(&st, in.o.Clock.Now(), false)
 	return st.Queues, nil
 }
 
@@ -432,6 +433,13 @@ func (in *NudgeInjector) Pending(ctx context.Context) (map[string][]InjectEntry,
 // reply was never settled within the in-flight bound (their process
 // crashed or lost the store), and reports whether anything changed.
 func (in *NudgeInjector) pruneLocked(st *injectorState, now time.Time) bool {
+	return in.prune(st, now, true)
+}
+
+// prune is pruneLocked; logged says whether to log what it drops (a read
+// that will not write its result back stays quiet, so one expiry is
+// logged once, by the write that persists it).
+func (in *NudgeInjector) prune(st *injectorState, now time.Time, logged bool) bool {
 	changed := false
 	for s, fs := range st.InFlight {
 		kept := fs[:0]
@@ -443,7 +451,9 @@ func (in *NudgeInjector) pruneLocked(st *injectorState, now time.Time) bool {
 			}
 			changed = true
 			back = append(back, f.InjectEntry)
-			in.o.Logger.Warn("sentinel: in-flight inject never settled; requeued", "session", s, "id", f.ID, "owner", f.Owner, "taken_at", f.TakenAt)
+			if logged {
+				in.o.Logger.Warn("sentinel: in-flight inject never settled; requeued", "session", s, "id", f.ID, "owner", f.Owner, "taken_at", f.TakenAt)
+			}
 		}
 		setOrDelete(st.InFlight, s, kept)
 		if len(back) > 0 {
@@ -457,7 +467,9 @@ func (in *NudgeInjector) pruneLocked(st *injectorState, now time.Time) bool {
 				kept = append(kept, e)
 			} else {
 				changed = true
-				in.o.Logger.Info("sentinel: inject expired unconsumed", "session", s, "id", e.ID)
+				if logged {
+					in.o.Logger.Info("sentinel: inject expired unconsumed; its charge is spent", "session", s, "id", e.ID, "nudge_id", e.NudgeID)
+				}
 			}
 		}
 		if over := len(kept) - in.o.Cap; over > 0 {
