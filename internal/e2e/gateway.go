@@ -18,6 +18,9 @@ import (
 
 // Gateway is a running `raven gateway` process of an Env.
 type Gateway struct {
+	// ReadyIn is how long the gateway took from exec to an answering socket.
+	ReadyIn time.Duration
+
 	e      *Env
 	cmd    *exec.Cmd
 	log    *syncBuffer
@@ -56,7 +59,7 @@ func (e *Env) StartGateway(args ...string) *Gateway {
 		cancel()
 		if err == nil {
 			c.Close()
-			e.T.Logf("gateway ready in %s", time.Since(start).Round(time.Millisecond))
+			g.ReadyIn = time.Since(start)
 			return g
 		}
 		select {
@@ -187,4 +190,23 @@ func (b *syncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// RSSKiB is the gateway's resident set size from /proc (Linux), for the
+// idle-memory figure.
+func (g *Gateway) RSSKiB() int {
+	g.e.T.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", g.PID()))
+	if err != nil {
+		g.e.T.Fatalf("e2e: read gateway rss: %v", err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			var kib int
+			fmt.Sscanf(strings.TrimSpace(rest), "%d", &kib)
+			return kib
+		}
+	}
+	g.e.T.Fatal("e2e: no VmRSS in /proc status")
+	return 0
 }

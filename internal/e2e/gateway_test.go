@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/raven-agent/raven/internal/outbox"
-	"github.com/raven-agent/raven/internal/sqlitedb"
 )
 
 type gatewayStatus struct {
@@ -22,6 +21,7 @@ type gatewayStatus struct {
 func TestGatewayStartsReportsAndStops(t *testing.T) {
 	e := newEnv(t, Options{})
 	g := e.StartGateway()
+	t.Logf("gateway ready in %s, idle RSS %d KiB", g.ReadyIn.Round(time.Millisecond), g.RSSKiB())
 
 	var st gatewayStatus
 	e.MustRun("gateway", "status", "--json").JSON(t, &st)
@@ -67,15 +67,7 @@ func TestInboxBesideGateway(t *testing.T) {
 	g := e.StartGateway()
 
 	ctx := context.Background()
-	db, err := sqlitedb.Open(e.Path("raven.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	st, err := outbox.Open(ctx, db, outbox.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := e.Outbox()
 	id, err := st.Put(ctx, outbox.Item{Origin: outbox.OriginCron, Kind: "reply", Content: "Stand-up in 5 minutes", CreatedAt: time.Now().Add(-time.Minute)})
 	if err != nil {
 		t.Fatal(err)
