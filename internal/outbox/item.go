@@ -16,12 +16,15 @@ const (
 	OriginSentinel  Origin = "sentinel"
 	OriginCron      Origin = "cron"
 	OriginHeartbeat Origin = "heartbeat"
-	OriginSystem    Origin = "system"
+	// OriginSubagent is a spawned agent's result (a Sentinel spawn).
+	OriginSubagent Origin = "subagent"
+	// OriginSystem is Raven's own notices (a failed job, a restart needed).
+	OriginSystem Origin = "system"
 )
 
 func (o Origin) valid() bool {
 	switch o {
-	case OriginSentinel, OriginCron, OriginHeartbeat, OriginSystem:
+	case OriginSentinel, OriginCron, OriginHeartbeat, OriginSubagent, OriginSystem:
 		return true
 	}
 	return false
@@ -66,7 +69,7 @@ func (it Item) Delivered() bool { return !it.DeliveredAt.IsZero() }
 // validate checks it against the limits and returns the extras to store.
 func validate(it Item, maxBytes int) (string, error) {
 	if !it.Origin.valid() {
-		return "", fmt.Errorf("outbox: origin %q (want sentinel, cron, heartbeat or system): %w", it.Origin, ErrInvalid)
+		return "", fmt.Errorf("outbox: origin %q (want sentinel, cron, heartbeat, subagent or system): %w", it.Origin, ErrInvalid)
 	}
 	if it.Content == "" {
 		return "", fmt.Errorf("outbox: empty content: %w", ErrInvalid)
