@@ -1,10 +1,5 @@
 // Package e2e drives the built raven binary as a user does: a temp data dir,
 // the CLI, a gateway process, its control socket and a fake model server.
-//
-// The binary is built once per test run (Build, from TestMain); each test
-// gets its own Env (NewEnv): data dir, onboarding, fake OpenAI-compatible
-// model on loopback (fakeopenai) and a scrubbed environment, so nothing of
-// the machine's real config, keys or data dir leaks in.
 package e2e
 
 import (
@@ -90,7 +85,16 @@ type Env struct {
 }
 
 // NewEnv makes a fresh Env and, unless opts.SkipOnboard, runs `raven
-// onboard` and applies opts.Config.
+// onboard` and applies opts.Config. The binary is built once per test run
+// (Build, from TestMain); each Env has its own data dir, fake
+// OpenAI-compatible model on loopback and a scrubbed environment, so
+// nothing of the machine's real config, keys or data dir leaks in:
+//
+//	e := NewEnv(t, bin, Options{})
+//	e.Model.Enqueue(fakeopenai.Text("hello"))
+//	r := e.MustRun("chat", "-m", "hi")  // r.Stdout == "hello\n"
+//	g := e.StartGateway()               // returns once the socket answers
+//	defer g.Stop()                      // SIGTERM, must exit 0
 func NewEnv(t testing.TB, bin Binary, opts Options) *Env {
 	t.Helper()
 	if bin == "" {
