@@ -11,6 +11,7 @@ import (
 // The interactive REPL with piped stdin: two turns, then end of input.
 // The second request carries the first exchange (the session persists).
 func TestChatREPLTwoTurns(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, Options{})
 	e.Model.On(fakeopenai.LastUserContains("capital"), fakeopenai.Always(fakeopenai.Text("Paris.")))
 	p := e.Start("chat")

@@ -8,6 +8,7 @@ import (
 )
 
 func TestChatOneShotAnswersWithTheModel(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, Options{})
 	r := e.MustRun("chat", "-m", "hi")
 	if strings.TrimSpace(r.Stdout) != "fake reply to: hi" {
@@ -29,6 +30,7 @@ func TestChatOneShotAnswersWithTheModel(t *testing.T) {
 }
 
 func TestChatOneShotRunsAToolCall(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, Options{})
 	e.Model.Enqueue(
 		fakeopenai.Call("read_file", map[string]string{"path": "MEMORY.md"}),
@@ -53,6 +55,7 @@ func TestChatOneShotRunsAToolCall(t *testing.T) {
 }
 
 func TestConfigGetSet(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, Options{})
 	cases := []struct {
 		name     string
@@ -79,6 +82,7 @@ func TestConfigGetSet(t *testing.T) {
 }
 
 func TestCronAddDeliverIsListed(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, Options{})
 	add := e.MustRun("cron", "add", "--name", "standup", "--message", "Stand-up in 5 minutes", "--every", "1h", "--deliver")
 	id := strings.TrimSpace(add.Stdout)

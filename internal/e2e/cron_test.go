@@ -12,6 +12,7 @@ import (
 // A job added from the CLI is picked up by the running gateway and fires
 // there (cron.fired on the control socket's event stream).
 func TestCronJobAddedFromCLIFiresInGateway(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, Options{})
 	g := e.StartGateway()
 	ev := e.Subscribe()

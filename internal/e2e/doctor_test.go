@@ -8,6 +8,7 @@ import (
 // doctor probes the model endpoint the binary would use (the fake's
 // /v1/models) and fails when it is unreachable.
 func TestDoctorProbesTheModelEndpoint(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, Options{})
 	var checks []struct {
 		Name, Status, Detail string

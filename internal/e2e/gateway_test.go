@@ -19,6 +19,7 @@ type gatewayStatus struct {
 }
 
 func TestGatewayStartsReportsAndStops(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, Options{})
 	g := e.StartGateway()
 	t.Logf("gateway ready in %s, idle RSS %d KiB", g.ReadyIn.Round(time.Millisecond), g.RSSKiB())
@@ -51,6 +52,7 @@ func TestGatewayStartsReportsAndStops(t *testing.T) {
 }
 
 func TestChatOneShotBesideGateway(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, Options{})
 	g := e.StartGateway()
 	r := e.MustRun("chat", "-m", "hello from the cli")
@@ -63,6 +65,7 @@ func TestChatOneShotBesideGateway(t *testing.T) {
 // The outbox is read through WAL beside a live gateway: `raven inbox`
 // lists what a producer queued, and `inbox clear` empties it.
 func TestInboxBesideGateway(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, Options{})
 	g := e.StartGateway()
 
