@@ -24,6 +24,8 @@ const cliSurface = "cli"
 type inboxListing struct {
 	Pending int           `json:"pending"`
 	Items   []outbox.Item `json:"items"`
+	// Refused counts messages the full outbox could not keep.
+	Refused outbox.Refusals `json:"refused,omitzero"`
 }
 
 func newInboxCmd(g *globals) *cobra.Command {
@@ -43,8 +45,12 @@ them, or 'raven inbox clear' marks them delivered. Runs beside a gateway.`,
 			}
 			defer done()
 			var items []outbox.Item
+			var refused outbox.Refusals
 			if st != nil {
 				if items, err = st.Pending(cmd.Context(), 0); err != nil {
+					return err
+				}
+				if refused, err = st.Refusals(cmd.Context()); err != nil {
 					return err
 				}
 			}
@@ -53,9 +59,9 @@ them, or 'raven inbox clear' marks them delivered. Runs beside a gateway.`,
 				if items == nil {
 					items = []outbox.Item{}
 				}
-				return printJSON(out, inboxListing{Pending: len(items), Items: items})
+				return printJSON(out, inboxListing{Pending: len(items), Items: items, Refused: refused})
 			}
-			printInbox(out, items)
+			printInbox(out, items, refused)
 			return nil
 		},
 	}
@@ -68,6 +74,9 @@ func newInboxClearCmd(g *globals) *cobra.Command {
 	return &cobra.Command{
 		Use:   "clear [ID...]",
 		Short: "Mark waiting messages (all, or the given ids) delivered to the cli",
+		Long: `Marks the waiting messages (all, or the given ids) delivered to the cli, so no
+other surface shows them again. Clearing all also forgets the count of messages
+a full outbox refused. A message another surface is showing right now is left to it.`,
 		RunE: func(cmd *cobra.Command, ids []string) error {
 			st, done, err := openOutbox(cmd.Context(), g)
 			if err != nil {
@@ -82,7 +91,8 @@ func newInboxClearCmd(g *globals) *cobra.Command {
 				fmt.Fprintln(out, "inbox empty")
 				return nil
 			}
-			if len(ids) == 0 {
+			all := len(ids) == 0
+			if all {
 				items, err := st.Pending(cmd.Context(), 0)
 				if err != nil {
 					return err
@@ -102,6 +112,11 @@ func newInboxClearCmd(g *globals) *cobra.Command {
 					skipped++
 					fmt.Fprintf(cmd.ErrOrStderr(), "raven: %v\n", err)
 				default:
+					return err
+				}
+			}
+			if all {
+				if err := st.ResetRefusals(cmd.Context()); err != nil {
 					return err
 				}
 			}
@@ -137,7 +152,12 @@ func openOutbox(ctx context.Context, g *globals) (st *outbox.Store, done func(),
 	return st, func() { db.Close() }, nil
 }
 
-func printInbox(w io.Writer, items []outbox.Item) {
+func printInbox(w io.Writer, items []outbox.Item, refused outbox.Refusals) {
+	if refused.Count > 0 {
+		fmt.Fprintf(w, "note: the outbox was full: %d message(s) could not be kept between %s and %s (last from %s: %q)\n",
+			refused.Count, refused.FirstAt.Local().Format("2006-01-02 15:04"), refused.LastAt.Local().Format("2006-01-02 15:04"),
+			refused.LastOrigin, oneLineCLI(refused.LastExcerpt, 80))
+	}
 	if len(items) == 0 {
 		fmt.Fprintln(w, "inbox empty")
 		return

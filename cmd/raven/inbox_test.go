@@ -31,13 +31,16 @@ func TestInboxCLI(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	st, err := outbox.Open(ctx, db, outbox.Options{})
+	st, err := outbox.Open(ctx, db, outbox.Options{MaxPending: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
 	reminder, _ := st.Put(ctx, outbox.Item{Origin: outbox.OriginCron, Kind: "reply", Content: "Reminder: call the dentist\nbefore noon"})
 	nudge, _ := st.Put(ctx, outbox.Item{Origin: outbox.OriginSentinel, Kind: "nudge", Content: "Your PR has two approvals.", Extras: json.RawMessage(`{"nudge_id":"n1"}`)})
 	shown, _ := st.Put(ctx, outbox.Item{Origin: outbox.OriginHeartbeat, Content: "Disk 91% full."})
+	if _, err := st.Put(ctx, outbox.Item{Origin: outbox.OriginSentinel, Content: "one too many"}); !errors.Is(err, outbox.ErrFull) {
+		t.Fatalf("fourth Put = %v, want ErrFull", err)
+	}
 	if _, err := st.Claim(ctx, "tui:7", 0); err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +55,7 @@ func TestInboxCLI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"3 message(s) waiting", "cron/reply", reminder, "  Reminder: call the dentist\n  before noon\n", "sentinel/nudge", "(being shown on tui:7)"} {
+	for _, want := range []string{"note: the outbox was full: 1 message(s) could not be kept", `last from sentinel: "one too many"`, "3 message(s) waiting", "cron/reply", reminder, "  Reminder: call the dentist\n  before noon\n", "sentinel/nudge", "(being shown on tui:7)"} {
 		if !strings.Contains(out, want) {
 			t.Fatalf("inbox output lacks %q:\n%s", want, out)
 		}
@@ -69,7 +72,7 @@ func TestInboxCLI(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &listing); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
-	if listing.Pending != 3 || listing.Items[1].ID != nudge || !strings.Contains(string(listing.Items[1].Extras), `"nudge_id": "n1"`) {
+	if listing.Pending != 3 || listing.Refused.Count != 1 || listing.Items[1].ID != nudge || !strings.Contains(string(listing.Items[1].Extras), `"nudge_id": "n1"`) {
 		t.Fatalf("json listing %+v", listing)
 	}
 
@@ -87,7 +90,7 @@ func TestInboxCLI(t *testing.T) {
 		t.Fatal(err)
 	}
 	out, err = runRaven(t, "", "--data-dir", dir, "inbox", "--json")
-	if err != nil || !strings.Contains(out, `"pending": 0`) || !strings.Contains(out, `"items": []`) {
+	if err != nil || !strings.Contains(out, `"pending": 0`) || !strings.Contains(out, `"items": []`) || strings.Contains(out, "refused") {
 		t.Fatalf("inbox after clear = %q, %v", out, err)
 	}
 }

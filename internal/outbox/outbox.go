@@ -40,6 +40,15 @@ CREATE TABLE outbox_items (
 CREATE UNIQUE INDEX outbox_items_key ON outbox_items(dedup_key) WHERE dedup_key IS NOT NULL;
 CREATE INDEX outbox_items_pending ON outbox_items(created_at, seq) WHERE delivered_at = 0;
 CREATE INDEX outbox_items_delivered ON outbox_items(delivered_at) WHERE delivered_at > 0;
+`, `
+CREATE TABLE outbox_refusals (
+	id            INTEGER PRIMARY KEY CHECK (id = 1),
+	count         INTEGER NOT NULL,
+	first_at      INTEGER NOT NULL,
+	last_at       INTEGER NOT NULL,
+	last_origin   TEXT NOT NULL,
+	last_excerpt  TEXT NOT NULL
+);
 `}
 
 // Defaults for Options.
@@ -79,8 +88,9 @@ type Options struct {
 // every state change is one immediate (write-locked) SQLite transaction, so
 // two attachers racing for one item see one success and one
 // ErrAlreadyDelivered or ErrClaimed. The outbox is bounded: at MaxPending
-// waiting items Put refuses the new one with ErrFull (the caller logs it),
-// so an accepted item is never dropped unseen. Delivered rows are pruned
+// waiting items Put refuses the new one with ErrFull (the caller logs it)
+// and counts the refusal durably (Refusals), so an accepted item is never
+// dropped and a refused one is still reported to the owner. Delivered rows are pruned
 // after Retention.
 type Store struct {
 	db   *sql.DB
@@ -144,7 +154,7 @@ func (s *Store) Put(ctx context.Context, it Item) (string, error) {
 	if it.Key != "" {
 		key = it.Key
 	}
-	id := ""
+	id, full := "", 0
 	err = s.tx(ctx, func(tx *sql.Tx) error {
 		if it.Key != "" {
 			switch err := tx.QueryRowContext(ctx, `SELECT id FROM outbox_items WHERE dedup_key = ?`, it.Key).Scan(&id); {
@@ -159,7 +169,9 @@ func (s *Store) Put(ctx context.Context, it Item) (string, error) {
 			return err
 		}
 		if n >= s.opts.MaxPending {
-			return fmt.Errorf("outbox: %d items wait (max %d); refusing %s %s: %w", n, s.opts.MaxPending, it.Origin, it.Kind, ErrFull)
+			// Committed: the refusal itself must survive to be reported.
+			full = n
+			return recordRefusal(ctx, tx, it, now)
 		}
 		id = s.opts.NewID()
 		_, err := tx.ExecContext(ctx, `INSERT INTO outbox_items
@@ -170,10 +182,11 @@ func (s *Store) Put(ctx context.Context, it Item) (string, error) {
 		return err
 	})
 	if err != nil {
-		if errors.Is(err, ErrFull) {
-			return "", err
-		}
 		return "", fmt.Errorf("outbox: put %s %s: %w", it.Origin, it.Kind, err)
+	}
+	if full > 0 {
+		s.log.Warn("outbox: full, message refused", "origin", it.Origin, "kind", it.Kind, "pending", full, "max", s.opts.MaxPending)
+		return "", fmt.Errorf("outbox: %d items wait (max %d); refusing %s %s: %w", full, s.opts.MaxPending, it.Origin, it.Kind, ErrFull)
 	}
 	s.maybePrune(ctx, now)
 	return id, nil

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/raven-agent/raven/internal/clock"
 	"github.com/raven-agent/raven/internal/sqlitedb"
@@ -232,6 +233,45 @@ func TestMaxPendingRefusesNewItem(t *testing.T) {
 	}
 	if _, err := s.Put(ctx, item("3")); err != nil {
 		t.Fatalf("Put after a delivery freed room: %v", err)
+	}
+}
+
+func TestRefusalsAreCountedDurably(t *testing.T) {
+	ctx := context.Background()
+	clk := clock.NewFake(t0)
+	s, path := open(t, Options{Clock: clk, MaxPending: 1})
+	if r, err := s.Refusals(ctx); err != nil || r.Count != 0 {
+		t.Fatalf("fresh Refusals = %+v, %v", r, err)
+	}
+	if _, err := s.Put(ctx, item("kept")); err != nil {
+		t.Fatal(err)
+	}
+	long := strings.Repeat("é", excerptBytes) // 2 bytes a rune: the cut lands mid-rune
+	for i, c := range []string{"first refused", long} {
+		clk.Advance(time.Minute)
+		it := item(c)
+		if i == 1 {
+			it.Origin = OriginSentinel
+		}
+		if _, err := s.Put(ctx, it); !errors.Is(err, ErrFull) {
+			t.Fatalf("Put %d = %v", i, err)
+		}
+	}
+	r, err := openAt(t, path, Options{Clock: clk}).Refusals(ctx) // survives a reopen
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Count != 2 || !r.FirstAt.Equal(t0.Add(time.Minute)) || !r.LastAt.Equal(t0.Add(2*time.Minute)) || r.LastOrigin != OriginSentinel {
+		t.Fatalf("Refusals = %+v", r)
+	}
+	if !utf8.ValidString(r.LastExcerpt) || !strings.HasSuffix(r.LastExcerpt, "…") || len(r.LastExcerpt) > excerptBytes+len("…") {
+		t.Fatalf("excerpt %q", r.LastExcerpt)
+	}
+	if err := s.ResetRefusals(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if r, _ := s.Refusals(ctx); r.Count != 0 {
+		t.Fatalf("after reset: %+v", r)
 	}
 }
 
