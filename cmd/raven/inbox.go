@@ -92,16 +92,30 @@ a full outbox refused. A message another surface is showing right now is left to
 				return nil
 			}
 			all := len(ids) == 0
+			cleared, skipped := 0, 0
 			if all {
-				items, err := st.Pending(cmd.Context(), 0)
+				// Claim first: a second clear (or an attaching surface) racing
+				// this one gets the other items, so each is counted once.
+				claimed, err := st.Claim(cmd.Context(), cliSurface, 0)
 				if err != nil {
 					return err
 				}
-				for _, it := range items {
+				mine := map[string]bool{}
+				for _, it := range claimed {
 					ids = append(ids, it.ID)
+					mine[it.ID] = true
+				}
+				pending, err := st.Pending(cmd.Context(), 0)
+				if err != nil {
+					return err
+				}
+				for _, it := range pending {
+					if !mine[it.ID] && it.ClaimedBy != "" {
+						skipped++
+						fmt.Fprintf(cmd.ErrOrStderr(), "raven: %s is being shown on %s\n", it.ID, it.ClaimedBy)
+					}
 				}
 			}
-			cleared, skipped := 0, 0
 			for _, id := range ids {
 				switch err := st.MarkDelivered(cmd.Context(), id, cliSurface); {
 				case err == nil:

@@ -80,7 +80,7 @@ func TestInboxCLI(t *testing.T) {
 		t.Fatalf("clear unknown id = %v", err)
 	}
 	stdout, stderr, err := runRavenIO(t, "", "--data-dir", dir, "inbox", "clear")
-	if err != nil || stdout != "cleared 2 message(s); 1 taken by another surface\n" || !strings.Contains(stderr, "claimed by tui:7") {
+	if err != nil || stdout != "cleared 2 message(s); 1 taken by another surface\n" || !strings.Contains(stderr, shown+" is being shown on tui:7") {
 		t.Fatalf("clear = %q / %q, %v", stdout, stderr, err)
 	}
 	if it, _ := st.Get(ctx, reminder); it.DeliveredTo != "cli" {

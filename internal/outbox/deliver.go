@@ -8,11 +8,11 @@ import (
 )
 
 // Claim leases up to limit of the oldest undelivered items to surface for
-// Options.ClaimLease and returns them (limit <= 0: all). Items another
-// surface holds under a live lease are skipped; surface's own claims are
-// renewed. The caller shows each item, then MarkDelivered (or Release if it
-// could not). A surface names one attachment ("tui:<session>"), not a kind
-// of surface: two TUIs must not share a name.
+// Options.ClaimLease and returns them (limit <= 0: all). Items under a live
+// claim are skipped, surface's own included, so two attachers never get the
+// same item even when they share a name. The caller shows each item, then
+// MarkDelivered (or Release if it could not). A surface should still name
+// one attachment ("tui:<session>"): MarkDelivered is idempotent per name.
 func (s *Store) Claim(ctx context.Context, surface string, limit int) ([]Item, error) {
 	if surface == "" {
 		return nil, fmt.Errorf("outbox: claim: empty surface: %w", ErrInvalid)
@@ -25,8 +25,8 @@ func (s *Store) Claim(ctx context.Context, surface string, limit int) ([]Item, e
 	var items []Item
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		rows, err := tx.QueryContext(ctx, `SELECT `+itemColumns+` FROM outbox_items
-			WHERE delivered_at = 0 AND (claim_until <= ? OR claimed_by = ?)
-			ORDER BY created_at, seq LIMIT ?`, now, surface, limit)
+			WHERE delivered_at = 0 AND claim_until <= ?
+			ORDER BY created_at, seq LIMIT ?`, now, limit)
 		if err != nil {
 			return err
 		}

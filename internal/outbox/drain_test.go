@@ -63,6 +63,14 @@ func TestDrainReleasesWhatShowFailed(t *testing.T) {
 }
 
 func TestTwoDrainsShareTheItems(t *testing.T) {
+	for _, sameName := range []bool{false, true} {
+		t.Run(fmt.Sprintf("same_name=%v", sameName), func(t *testing.T) { twoDrains(t, sameName) })
+	}
+}
+
+// twoDrains races two attachers; with sameName both call themselves "tui",
+// as two careless TUIs would, and still never get the same item.
+func twoDrains(t *testing.T, sameName bool) {
 	ctx := context.Background()
 	s, path := open(t, Options{})
 	s2 := openAt(t, path, Options{})
@@ -78,7 +86,11 @@ func TestTwoDrainsShareTheItems(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, errs[i] = st.Drain(ctx, fmt.Sprintf("tui:%d", i), func(_ context.Context, it Item) error {
+			name := fmt.Sprintf("tui:%d", i)
+			if sameName {
+				name = "tui"
+			}
+			_, errs[i] = st.Drain(ctx, name, func(_ context.Context, it Item) error {
 				got[i] = append(got[i], it.ID)
 				return nil
 			})
