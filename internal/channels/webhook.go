@@ -1,7 +1,6 @@
 package channels
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/raven-agent/raven/internal/clock"
 	"github.com/raven-agent/raven/internal/spine"
+	"github.com/raven-agent/raven/internal/strictjson"
 )
 
 // WebhookChannel is the channel name of the signed HTTP webhook.
@@ -173,13 +173,8 @@ func (h *WebhookHandler) remember(sig string, expiry, now time.Time) error {
 }
 
 func decodeStrictJSON(body []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
+	if err := strictjson.Decode(body, v); err != nil {
 		return fmt.Errorf("bad JSON body: %w", err)
-	}
-	if err := dec.Decode(new(json.RawMessage)); err != io.EOF {
-		return errors.New("bad JSON body: trailing data")
 	}
 	return nil
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/raven-agent/raven/internal/clock"
 	"github.com/raven-agent/raven/internal/statefile"
+	"github.com/raven-agent/raven/internal/strictjson"
 )
 
 // SchemaVersion is the jobs.json format this build reads and writes.
@@ -264,9 +265,7 @@ func decodeFile(data []byte) (*File, error) {
 		return nil, fmt.Errorf("bad version %d", *head.Version)
 	}
 	var f File
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&f); err != nil {
+	if err := strictjson.Decode(data, &f); err != nil {
 		return nil, err
 	}
 	seen := make(map[string]bool, len(f.Jobs))
