@@ -3,7 +3,7 @@ package config
 import (
 	"fmt"
 	"net"
-	"net/url"
+	"strings"
 	"time"
 )
 
@@ -114,25 +114,31 @@ func (c ChannelsConfig) validate() error {
 	case w.MaxAttempts < 1 || w.MaxAttempts > 20:
 		return &Error{Key: "channels.webhook.max_attempts", Msg: "must be 1..20"}
 	}
-	if w.Enabled {
+	if w.Enabled || w.Listen != "" {
 		if _, _, err := net.SplitHostPort(w.Listen); err != nil {
 			return &Error{Key: "channels.webhook.listen", Msg: fmt.Sprintf("want host:port: %v", err)}
 		}
 	}
-	if w.OutboundURL != "" {
-		u, err := url.Parse(w.OutboundURL)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return &Error{Key: "channels.webhook.outbound_url", Msg: "want an absolute http(s) URL"}
+	if w.OutboundURL != "" && !absoluteHTTP(w.OutboundURL) {
+		return &Error{Key: "channels.webhook.outbound_url", Msg: "want an absolute http(s) URL"}
+	}
+	if !oneLine(w.Secret) {
+		return &Error{Key: "channels.webhook.secret", Msg: "must be one line without control characters"}
+	}
+	if !oneLine(c.Telegram.Token) {
+		return &Error{Key: "channels.telegram.token", Msg: "must be one line without control characters"}
+	}
+	for _, f := range c.Forward {
+		ch, chat, _ := strings.Cut(f, ":")
+		if ch == "" || !channelNameOK(ch) || len(chat) > 256 || !oneLine(chat) {
+			return &Error{Key: "channels.forward", Msg: fmt.Sprintf("%q: want channel or channel:chat_id (channel in lowercase letters, digits, - and _)", f)}
 		}
 	}
 	if c.Telegram.Enabled && len(c.Telegram.AllowFrom) == 0 {
 		return &Error{Key: "channels.telegram.allow_from", Msg: "an enabled telegram channel needs at least one allowed user id"}
 	}
-	if u := c.Telegram.APIURL; u != "" {
-		pu, err := url.Parse(u)
-		if err != nil || (pu.Scheme != "http" && pu.Scheme != "https") || pu.Host == "" {
-			return &Error{Key: "channels.telegram.api_url", Msg: "want an absolute http(s) URL"}
-		}
+	if u := c.Telegram.APIURL; u != "" && !absoluteHTTP(u) {
+		return &Error{Key: "channels.telegram.api_url", Msg: "want an absolute http(s) URL"}
 	}
 	for _, id := range c.Telegram.AllowFrom {
 		if id <= 0 {

@@ -3,14 +3,16 @@
 package config
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"strings"
 	"time"
+
+	"github.com/raven-agent/raven/internal/strictjson"
 )
 
 // Config is the whole configuration file. Every section has defaults, so an
@@ -83,12 +85,18 @@ func Default() Config {
 	}
 }
 
-// Error is a configuration problem, naming the file and the key.
+// Error is a configuration problem, naming the file and the full dotted
+// key.
 type Error struct {
 	File string
 	Key  string
 	Msg  string
+	// Err is the underlying decoding error, when there is one.
+	Err error
 }
+
+// Unwrap exposes the decoding error (a *strictjson.Error) to errors.Is/As.
+func (e *Error) Unwrap() error { return e.Err }
 
 func (e *Error) Error() string {
 	switch {
@@ -104,7 +112,8 @@ func (e *Error) Error() string {
 // maxFileSize bounds the config file: it is hand-edited, never large.
 const maxFileSize = 1 << 20
 
-// Load reads path over the defaults. A missing file yields the defaults.
+// Load reads path over the defaults. A missing or empty file yields the
+// defaults.
 func Load(path string) (Config, error) {
 	cfg := Default()
 	f, err := os.Open(path)
@@ -122,68 +131,54 @@ func Load(path string) (Config, error) {
 	if len(data) > maxFileSize {
 		return cfg, &Error{File: path, Msg: "file is larger than 1 MiB"}
 	}
-	if err := decodeStrict(data, &cfg); err != nil {
-		var ce *Error
-		if errors.As(err, &ce) {
-			ce.File = path
-			return cfg, ce
-		}
-		return cfg, &Error{File: path, Msg: err.Error()}
+	if err := decode(data, &cfg); err != nil {
+		return cfg, withFile(err, path)
 	}
 	if err := cfg.Validate(); err != nil {
-		var ce *Error
-		if errors.As(err, &ce) {
-			ce.File = path
-		}
-		return cfg, err
+		return cfg, withFile(err, path)
 	}
 	return cfg, nil
 }
 
-// decodeStrict decodes data into cfg, rejecting unknown keys and type
-// mismatches with an Error naming the dotted key.
-func decodeStrict(data []byte, cfg *Config) error {
-	if len(bytes.TrimSpace(data)) == 0 {
+// decode decodes data over cfg strictly (strictjson), turning a failure
+// into an *Error naming the full dotted key. Empty input leaves cfg alone.
+func decode(data []byte, cfg *Config) error {
+	err := strictjson.Decode(data, cfg)
+	var se *strictjson.Error
+	switch {
+	case err == nil || errors.Is(err, strictjson.ErrEmpty):
 		return nil
-	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(cfg); err != nil {
-		var te *json.UnmarshalTypeError
-		var se *json.SyntaxError
-		switch {
-		case errors.As(err, &te):
-			return &Error{Key: te.Field, Msg: fmt.Sprintf("want %s, got JSON %s", te.Type, te.Value)}
-		case errors.As(err, &se):
-			return &Error{Msg: fmt.Sprintf("malformed JSON at byte %d: %v", se.Offset, err)}
-		case errors.Is(err, io.ErrUnexpectedEOF):
-			return &Error{Msg: "malformed JSON: unexpected end of file"}
-		case strings.HasPrefix(err.Error(), "json: unknown field "):
-			return &Error{Key: strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`), Msg: "unknown key"}
-		}
-		var ce *Error
-		if errors.As(err, &ce) {
-			return ce
-		}
+	case !errors.As(err, &se):
 		return &Error{Msg: err.Error()}
+	case se.Kind == strictjson.ErrUnknownField:
+		return &Error{Key: se.Field, Msg: "unknown key", Err: err}
+	case se.Kind == strictjson.ErrSyntax:
+		return &Error{Msg: fmt.Sprintf("%s (at byte %d)", se.Detail, se.Offset), Err: err}
+	case se.Kind == strictjson.ErrTrailingData:
+		return &Error{Msg: fmt.Sprintf("trailing data at byte %d after the JSON object", se.Offset), Err: err}
+	case se.Field == "" && se.Kind == strictjson.ErrType:
+		return &Error{Msg: "want one JSON object: " + se.Detail, Err: err}
 	}
-	if dec.More() {
-		return &Error{Msg: "trailing data after the JSON object"}
-	}
-	return nil
+	return &Error{Key: se.Field, Msg: se.Detail, Err: err}
 }
 
 // Validate checks every section, returning the first problem as an *Error.
 func (c *Config) Validate() error {
-	if c.Model != "" && !strings.HasPrefix(c.Model, "scripted:") {
-		p, m, ok := strings.Cut(c.Model, "/")
-		if !ok || m == "" {
-			return &Error{Key: "model", Msg: fmt.Sprintf("%q is not provider/model (e.g. openai/gpt-4o-mini, ollama/qwen2.5:7b)", c.Model)}
+	if msg := modelProblem(c.Model); msg != "" {
+		return &Error{Key: "model", Msg: msg}
+	}
+	if msg := modelProblem(c.Sentinel.PlannerModel); msg != "" {
+		return &Error{Key: "sentinel.planner_model", Msg: msg}
+	}
+	for _, ep := range []struct {
+		name string
+		e    EndpointConfig
+	}{{"openai", c.Providers.OpenAI}, {"anthropic", c.Providers.Anthropic}, {"ollama", c.Providers.Ollama}} {
+		if ep.e.BaseURL != "" && !absoluteHTTP(ep.e.BaseURL) {
+			return &Error{Key: "providers." + ep.name + ".base_url", Msg: "want an absolute http(s) URL"}
 		}
-		switch p {
-		case "openai", "ollama", "anthropic":
-		default:
-			return &Error{Key: "model", Msg: fmt.Sprintf("unknown provider %q (want openai, ollama, anthropic or scripted:PATH)", p)}
+		if !oneLine(ep.e.APIKey) {
+			return &Error{Key: "providers." + ep.name + ".api_key", Msg: "must be one line without control characters"}
 		}
 	}
 	checks := []struct {
@@ -212,6 +207,40 @@ func (c *Config) Validate() error {
 		}
 	}
 	return nil
+}
+
+// modelProblem says what is wrong with a "provider/model" or
+// "scripted:PATH" value, "" when nothing is (empty is no model).
+func modelProblem(m string) string {
+	if m == "" || strings.HasPrefix(m, "scripted:") {
+		return ""
+	}
+	p, name, ok := strings.Cut(m, "/")
+	if !ok || name == "" {
+		return fmt.Sprintf("%q is not provider/model (e.g. openai/gpt-4o-mini, ollama/qwen2.5:7b)", m)
+	}
+	switch p {
+	case "openai", "ollama", "anthropic":
+		return ""
+	}
+	return fmt.Sprintf("unknown provider %q (want openai, ollama, anthropic or scripted:PATH)", p)
+}
+
+// absoluteHTTP reports whether s is an absolute http(s) URL with a host.
+func absoluteHTTP(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
+}
+
+// oneLine reports whether s has no control characters: a key, token or
+// path with a stray newline breaks the header or open that uses it.
+func oneLine(s string) bool {
+	for _, r := range s {
+		if r < 0x20 || r == 0x7f {
+			return false
+		}
+	}
+	return true
 }
 
 func oneOf(s string, opts ...string) bool {

@@ -21,7 +21,11 @@ func TestLoadDefaultsAndErrors(t *testing.T) {
 		{`{"model": "bogus/x"}`, "model", "unknown provider"},
 		{`{"agent": {"max_iterations": "many"}}`, "agent.max_iterations", "want int"},
 		{`{"agent": {"max_iterations": 0}}`, "agent.max_iterations", "1..200"},
-		{`{"sentinel": {"interval": "soon"}}`, "", "bad duration"},
+		{`{"sentinel": {"interval": "soon"}}`, "sentinel.interval", "bad duration"},
+		{`{"sentinel": {"nope": 1}}`, "sentinel.nope", "unknown key"},
+		{`{"model": ""}}`, "", "trailing data"},
+		{`{} x`, "", "trailing data"},
+		{`[]`, "", "want one JSON object"},
 		{`{"nope": 1}`, "nope", "unknown key"},
 		{`{"model": `, "", "malformed JSON"},
 	}

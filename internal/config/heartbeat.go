@@ -47,7 +47,7 @@ func (h HeartbeatConfig) validate() error {
 		return &Error{Key: "heartbeat.max_file_bytes", Msg: "must be 1024..1048576"}
 	case h.TurnTimeout < Duration(10*time.Second):
 		return &Error{Key: "heartbeat.turn_timeout", Msg: "must be at least 10s"}
-	case h.Channel != "" && !heartbeatChannelOK(h.Channel):
+	case h.Channel != "" && !channelNameOK(h.Channel):
 		return &Error{Key: "heartbeat.channel", Msg: fmt.Sprintf("%q is not a channel name (lowercase letters, digits, - and _)", h.Channel)}
 	case h.ChatID != "" && h.Channel == "":
 		return &Error{Key: "heartbeat.chat_id", Msg: "set heartbeat.channel as well"}
@@ -57,8 +57,8 @@ func (h HeartbeatConfig) validate() error {
 	return nil
 }
 
-// heartbeatChannelOK accepts the channel names outlets register under.
-func heartbeatChannelOK(s string) bool {
+// channelNameOK accepts the channel names outlets register under.
+func channelNameOK(s string) bool {
 	if len(s) > 32 {
 		return false
 	}

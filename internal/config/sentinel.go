@@ -1,6 +1,9 @@
 package config
 
 import (
+	"fmt"
+	"reflect"
+	"strings"
 	"time"
 
 	"github.com/raven-agent/raven/internal/sentinel/attention"
@@ -197,8 +200,48 @@ func (s SentinelConfig) validate() error {
 			return &Error{Key: c.key, Msg: c.msg}
 		}
 	}
+	for _, w := range append([]policy.DayWindow{s.Policy.QuietHours}, s.Policy.PersonaDND...) {
+		for _, d := range w.Days {
+			if d < time.Sunday || d > time.Saturday {
+				return &Error{Key: "sentinel.policy." + windowKey(s.Policy, w), Msg: fmt.Sprintf("day %d: want 0 (Sunday) .. 6 (Saturday)", d)}
+			}
+		}
+	}
 	if err := s.Policy.Validate(); err != nil {
-		return &Error{Key: "sentinel.policy", Msg: err.Error()}
+		return &Error{Key: policyKey(s.Policy), Msg: err.Error()}
 	}
 	return nil
+}
+
+func windowKey(p policy.Config, w policy.DayWindow) string {
+	for i, pw := range p.PersonaDND {
+		if reflect.DeepEqual(pw, w) {
+			return fmt.Sprintf("persona_dnd[%d].days", i)
+		}
+	}
+	return "quiet_hours.days"
+}
+
+// policyKey names the full dotted key of an invalid policy setting.
+// policy.Validate reports by field name inside its own section; to name the
+// key without a second copy of its rules, each set key is tried alone over
+// the defaults, and the first that fails by itself is the culprit. A
+// problem only a combination of keys makes stays "sentinel.policy".
+func policyKey(p policy.Config) string {
+	def := policy.DefaultConfig()
+	in := Default()
+	in.Sentinel.Policy = p
+	for _, k := range Keys() {
+		rest, ok := strings.CutPrefix(k.Name, "sentinel.policy.")
+		if !ok || string(k.JSON(in)) == string(k.JSON(Config{Sentinel: SentinelConfig{Policy: def}})) {
+			continue
+		}
+		try := Default()
+		try.Sentinel.Policy = def
+		k.value(&try).Set(k.value(&in))
+		if try.Sentinel.Policy.Validate() != nil {
+			return "sentinel.policy." + rest
+		}
+	}
+	return "sentinel.policy"
 }
