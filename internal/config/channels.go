@@ -25,7 +25,7 @@ type WebhookConfig struct {
 	// Name is the hook name in the inbound path (default "raven").
 	Name string `json:"name"`
 	// Secret is the shared HMAC-SHA256 key. RAVEN_WEBHOOK_SECRET wins.
-	Secret string `json:"secret,omitempty"`
+	Secret string `json:"secret,omitempty" config:"secret"`
 	// OutboundURL receives replies and proactive messages; empty disables
 	// outbound delivery.
 	OutboundURL string `json:"outbound_url,omitempty"`
@@ -41,7 +41,7 @@ type WebhookConfig struct {
 type TelegramConfig struct {
 	Enabled bool `json:"enabled"`
 	// Token is the Bot API token. RAVEN_TELEGRAM_TOKEN wins.
-	Token string `json:"token,omitempty"`
+	Token string `json:"token,omitempty" config:"secret"`
 	// AllowFrom lists the Telegram user ids Raven answers; everyone else
 	// is refused. An enabled channel with an empty list is a config error,
 	// so a forgotten list never opens the agent to strangers.

@@ -45,7 +45,7 @@ type ProvidersConfig struct {
 
 // EndpointConfig is one provider endpoint.
 type EndpointConfig struct {
-	APIKey  string `json:"api_key,omitempty"`
+	APIKey  string `json:"api_key,omitempty" config:"secret"`
 	BaseURL string `json:"base_url,omitempty"`
 }
 
