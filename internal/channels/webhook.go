@@ -21,8 +21,6 @@ const WebhookChannel = "webhook"
 // Webhook inbound limits.
 const (
 	maxChatIDLen        = 128
-	defaultMaxBody      = 64 << 10
-	defaultWindow       = 5 * time.Minute
 	defaultSeenCapacity = 10000
 )
 
@@ -68,10 +66,10 @@ func NewWebhookHandler(o WebhookHandlerOptions) (*WebhookHandler, error) {
 		return nil, errors.New("channels: webhook handler needs Name, Inbound and Clock")
 	}
 	if o.Window <= 0 {
-		o.Window = defaultWindow
+		o.Window = DefaultWebhookWindow
 	}
 	if o.MaxBody <= 0 {
-		o.MaxBody = defaultMaxBody
+		o.MaxBody = DefaultWebhookMaxBody
 	}
 	if o.SeenCapacity <= 0 {
 		o.SeenCapacity = defaultSeenCapacity

@@ -3,15 +3,16 @@
 package config
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net/url"
 	"os"
 	"strings"
 	"time"
 
+	"github.com/raven-agent/raven/internal/channels"
+	"github.com/raven-agent/raven/internal/configtype"
+	"github.com/raven-agent/raven/internal/cron"
 	"github.com/raven-agent/raven/internal/strictjson"
 )
 
@@ -77,10 +78,10 @@ func Default() Config {
 		Agent:     AgentConfig{MaxIterations: 20, HistoryTailBytes: 8 << 10, RecentMessages: 40, MaxTokens: 4096, ToolTimeout: Duration(5 * time.Minute)},
 		Tools:     defaultTools(),
 		Sentinel:  defaultSentinel(),
-		Cron:      defaultCron(),
+		Cron:      cron.DefaultConfig(),
 		Heartbeat: defaultHeartbeat(),
 		Gateway:   defaultGateway(),
-		Channels:  defaultChannels(),
+		Channels:  channels.DefaultConfig(),
 		Log:       LogConfig{Format: "text", Level: "info"},
 	}
 }
@@ -201,7 +202,13 @@ func (c *Config) Validate() error {
 			return &Error{Key: ch.key, Msg: ch.msg}
 		}
 	}
-	for _, v := range []func() error{c.Tools.validate, c.Sentinel.validate, c.Cron.validate, c.Heartbeat.validate, c.Gateway.validate, c.Channels.validate} {
+	if err := section("cron", c.Cron.Validate()); err != nil {
+		return err
+	}
+	if err := section("channels", c.Channels.Validate()); err != nil {
+		return err
+	}
+	for _, v := range []func() error{c.Tools.validate, c.Sentinel.validate, c.Heartbeat.validate, c.Gateway.validate} {
 		if err := v(); err != nil {
 			return err
 		}
@@ -226,21 +233,23 @@ func modelProblem(m string) string {
 	return fmt.Sprintf("unknown provider %q (want openai, ollama, anthropic or scripted:PATH)", p)
 }
 
-// absoluteHTTP reports whether s is an absolute http(s) URL with a host.
-func absoluteHTTP(s string) bool {
-	u, err := url.Parse(s)
-	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
-}
+// absoluteHTTP and oneLine are the shared checks (see configtype).
+var (
+	absoluteHTTP = configtype.AbsoluteHTTP
+	oneLine      = configtype.OneLine
+)
 
-// oneLine reports whether s has no control characters: a key, token or
-// path with a stray newline breaks the header or open that uses it.
-func oneLine(s string) bool {
-	for _, r := range s {
-		if r < 0x20 || r == 0x7f {
-			return false
-		}
+// section names a feature section's *configtype.FieldError by its full
+// dotted key.
+func section(prefix string, err error) error {
+	var fe *configtype.FieldError
+	if errors.As(err, &fe) {
+		return &Error{Key: prefix + "." + fe.Field, Msg: fe.Msg}
 	}
-	return true
+	if err != nil {
+		return &Error{Key: prefix, Msg: err.Error()}
+	}
+	return nil
 }
 
 func oneOf(s string, opts ...string) bool {
@@ -252,23 +261,5 @@ func oneOf(s string, opts ...string) bool {
 	return false
 }
 
-// Duration is a time.Duration written as a Go duration string ("30m", "1h").
-type Duration time.Duration
-
-// D returns the time.Duration.
-func (d Duration) D() time.Duration { return time.Duration(d) }
-
-func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
-
-func (d *Duration) UnmarshalJSON(b []byte) error {
-	var s string
-	if err := json.Unmarshal(b, &s); err != nil {
-		return fmt.Errorf("want a duration string such as \"30m\"")
-	}
-	v, err := time.ParseDuration(s)
-	if err != nil {
-		return fmt.Errorf("bad duration %q: want e.g. \"90s\", \"30m\", \"1h\"", s)
-	}
-	*d = Duration(v)
-	return nil
-}
+// Duration is the shared duration type of every section ("30m", "1h").
+type Duration = configtype.Duration

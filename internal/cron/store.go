@@ -101,7 +101,7 @@ func NewStore(path string, c clock.Clock, log *slog.Logger, lockTimeout time.Dur
 		log = slog.New(slog.DiscardHandler)
 	}
 	if lockTimeout <= 0 {
-		lockTimeout = 5 * time.Second
+		lockTimeout = DefaultLockTimeout
 	}
 	return &Store{
 		path:        path,
