@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/raven-agent/raven/internal/agent"
 	"github.com/raven-agent/raven/internal/channels"
 	"github.com/raven-agent/raven/internal/configtype"
 	"github.com/raven-agent/raven/internal/cron"
@@ -50,7 +51,8 @@ type EndpointConfig struct {
 	BaseURL string `json:"base_url,omitempty"`
 }
 
-// AgentConfig tunes the turn loop.
+// AgentConfig is the "agent" section, the file form of agent.Config; its
+// defaults are package agent's Default* constants.
 type AgentConfig struct {
 	SystemPrompt string `json:"system_prompt,omitempty"`
 	// MaxIterations caps model calls per turn.
@@ -75,7 +77,8 @@ type LogConfig struct {
 func Default() Config {
 	return Config{
 		Providers: ProvidersConfig{MaxAttempts: 3, Timeout: Duration(120 * time.Second)},
-		Agent:     AgentConfig{MaxIterations: 20, HistoryTailBytes: 8 << 10, RecentMessages: 40, MaxTokens: 4096, ToolTimeout: Duration(5 * time.Minute)},
+		Agent: AgentConfig{MaxIterations: agent.DefaultMaxIterations, HistoryTailBytes: agent.DefaultHistoryTailBytes,
+			RecentMessages: agent.DefaultRecentMessages, MaxTokens: agent.DefaultMaxTokens, ToolTimeout: Duration(agent.DefaultToolTimeout)},
 		Tools:     defaultTools(),
 		Sentinel:  defaultSentinel(),
 		Cron:      cron.DefaultConfig(),
