@@ -200,11 +200,12 @@ func (s SentinelConfig) validate() error {
 			return &Error{Key: c.key, Msg: c.msg}
 		}
 	}
-	for _, w := range append([]policy.DayWindow{s.Policy.QuietHours}, s.Policy.PersonaDND...) {
-		for _, d := range w.Days {
-			if d < time.Sunday || d > time.Saturday {
-				return &Error{Key: "sentinel.policy." + windowKey(s.Policy, w), Msg: fmt.Sprintf("day %d: want 0 (Sunday) .. 6 (Saturday)", d)}
-			}
+	if err := windowDays("sentinel.policy.quiet_hours.days", s.Policy.QuietHours); err != nil {
+		return err
+	}
+	for i, w := range s.Policy.PersonaDND {
+		if err := windowDays(fmt.Sprintf("sentinel.policy.persona_dnd[%d].days", i), w); err != nil {
+			return err
 		}
 	}
 	if err := s.Policy.Validate(); err != nil {
@@ -213,13 +214,13 @@ func (s SentinelConfig) validate() error {
 	return nil
 }
 
-func windowKey(p policy.Config, w policy.DayWindow) string {
-	for i, pw := range p.PersonaDND {
-		if reflect.DeepEqual(pw, w) {
-			return fmt.Sprintf("persona_dnd[%d].days", i)
+func windowDays(key string, w policy.DayWindow) error {
+	for _, d := range w.Days {
+		if d < time.Sunday || d > time.Saturday {
+			return &Error{Key: key, Msg: fmt.Sprintf("day %d: want 0 (Sunday) .. 6 (Saturday)", d)}
 		}
 	}
-	return "quiet_hours.days"
+	return nil
 }
 
 // policyKey names the full dotted key of an invalid policy setting.
@@ -228,16 +229,16 @@ func windowKey(p policy.Config, w policy.DayWindow) string {
 // the defaults, and the first that fails by itself is the culprit. A
 // problem only a combination of keys makes stays "sentinel.policy".
 func policyKey(p policy.Config) string {
-	def := policy.DefaultConfig()
-	in := Default()
-	in.Sentinel.Policy = p
+	in := Config{Sentinel: SentinelConfig{Policy: p}}
 	for _, k := range Keys() {
 		rest, ok := strings.CutPrefix(k.Name, "sentinel.policy.")
-		if !ok || string(k.JSON(in)) == string(k.JSON(Config{Sentinel: SentinelConfig{Policy: def}})) {
+		if !ok {
 			continue
 		}
-		try := Default()
-		try.Sentinel.Policy = def
+		try := Config{Sentinel: SentinelConfig{Policy: policy.DefaultConfig()}}
+		if reflect.DeepEqual(k.value(&try).Interface(), k.value(&in).Interface()) {
+			continue
+		}
 		k.value(&try).Set(k.value(&in))
 		if try.Sentinel.Policy.Validate() != nil {
 			return "sentinel.policy." + rest

@@ -1,6 +1,8 @@
 package strictjson
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -135,4 +137,34 @@ func BenchmarkDecode(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkStdlibDecoder is the baseline: the json.Decoder with
+// DisallowUnknownFields every caller used to build by hand.
+func BenchmarkStdlibDecoder(b *testing.B) {
+	in := []byte(`{"count": 3, "inner": {"name": "x", "every": "90s"}, "list": [{"name": "a"}, {"name": "b"}], "tags": {"k": {"name": "v"}}}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		var d doc
+		dec := json.NewDecoder(bytes.NewReader(in))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&d); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// FuzzDecode: no input panics, and every failure is an *Error of one kind.
+func FuzzDecode(f *testing.F) {
+	for _, s := range []string{`{}`, `{"inner":{"every":"1m"}}`, `{"list":[{"nope":1}]}`, `{}}`, `[`, `{"tags":{"a":{"name":1}}}`, `null`, ` `} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		var d doc
+		err := Decode(in, &d)
+		var e *Error
+		if err != nil && !errors.As(err, &e) {
+			t.Fatalf("%q: %T %v", in, err, err)
+		}
+	})
 }
