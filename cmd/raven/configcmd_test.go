@@ -139,10 +139,12 @@ func TestDoctorConfigStates(t *testing.T) {
 		name     string
 		file     string // "" : no config.json
 		wantLine string
+		wantExit int // warnings alone exit 0, any failure 1
 	}{
-		{"missing file", "", "warn  config"},
-		{"valid file", `{"log": {"level": "debug"}}`, "ok    config"},
-		{"bad key", `{"cron": {"max_sleep": "2h"}}`, "fail  config"},
+		{"missing file", "", "warn  config", 0},
+		{"valid file", `{"log": {"level": "debug"}}`, "ok    config", 0},
+		{"bad key", `{"cron": {"max_sleep": "2h"}}`, "fail  config", 1},
+		{"trailing data", `{"log": {"level": "debug"}}}`, "fail  config", 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -159,8 +161,11 @@ func TestDoctorConfigStates(t *testing.T) {
 			if !strings.Contains(out, tt.wantLine) {
 				t.Fatalf("output lacks %q (err %v):\n%s", tt.wantLine, err, out)
 			}
-			if tt.name == "bad key" && (exitCode(err) != 1 || !strings.Contains(out, "cron.max_sleep")) {
-				t.Fatalf("bad key: exit %d, output:\n%s", exitCode(err), out)
+			if exitCode(err) != tt.wantExit {
+				t.Fatalf("exit %d (%v), want %d:\n%s", exitCode(err), err, tt.wantExit, out)
+			}
+			if tt.name == "bad key" && !strings.Contains(out, "cron.max_sleep") {
+				t.Fatalf("bad key not named:\n%s", out)
 			}
 			if _, err := os.Stat(filepath.Join(dir, "gateway.lock")); !os.IsNotExist(err) {
 				t.Fatalf("doctor created gateway.lock (%v)", err)
