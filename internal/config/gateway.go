@@ -3,6 +3,8 @@ package config
 import (
 	"net"
 	"time"
+
+	"github.com/raven-agent/raven/internal/eventlog"
 )
 
 // GatewayConfig configures `raven gateway`.
@@ -25,7 +27,7 @@ type GatewayConfig struct {
 func defaultGateway() GatewayConfig {
 	return GatewayConfig{
 		UserPool: 4, ShutdownGrace: Duration(10 * time.Second),
-		EventsMaxCount: 100000, EventsMaxAge: Duration(30 * 24 * time.Hour),
+		EventsMaxCount: eventlog.DefaultMaxCount, EventsMaxAge: Duration(eventlog.DefaultMaxAge),
 	}
 }
 
