@@ -46,6 +46,25 @@ func newConfigCmd(g *globals) *cobra.Command {
 		},
 	}
 	list.Flags().BoolVar(&listJSON, "json", false, "print the keys as JSON")
+	set := &cobra.Command{
+		Use:   "set KEY VALUE",
+		Short: "Set KEY to VALUE after validating the whole file; nothing is written on error",
+		Long:  "Set KEY to VALUE after validating the whole file; nothing is written on error.\n\n" + configValueHelp,
+		Args:  exactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			p, err := g.paths()
+			if err != nil {
+				return err
+			}
+			if err := config.Set(p.Config(), args[0], args[1]); err != nil {
+				return usageErr(err)
+			}
+			return printSet(cmd.OutOrStdout(), p.Config(), args[0])
+		},
+	}
+	// A negative VALUE (sentinel.policy.day_quota -1) is a value, not a
+	// flag: flags end at KEY.
+	set.Flags().SetInterspersed(false)
 	cmd.AddCommand(&cobra.Command{
 		Use:   "get KEY",
 		Short: "Print the effective value of KEY (defaults included); a section prints all its keys",
@@ -65,22 +84,7 @@ func newConfigCmd(g *globals) *cobra.Command {
 			}
 			return printJSON(cmd.OutOrStdout(), v)
 		},
-	}, &cobra.Command{
-		Use:   "set KEY VALUE",
-		Short: "Set KEY to VALUE after validating the whole file; nothing is written on error",
-		Long:  "Set KEY to VALUE after validating the whole file; nothing is written on error.\n\n" + configValueHelp,
-		Args:  exactArgs(2),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			p, err := g.paths()
-			if err != nil {
-				return err
-			}
-			if err := config.Set(p.Config(), args[0], args[1]); err != nil {
-				return usageErr(err)
-			}
-			return printSet(cmd.OutOrStdout(), p.Config(), args[0])
-		},
-	}, &cobra.Command{
+	}, set, &cobra.Command{
 		Use:   "unset KEY",
 		Short: "Remove KEY from config.json so its default applies again",
 		Args:  exactArgs(1),

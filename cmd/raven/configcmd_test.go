@@ -38,6 +38,8 @@ func TestConfigCommandReachesOptionalKeys(t *testing.T) {
 		{[]string{"config", "set", "channels.nope", "1"}, 2, "channels.nope: unknown key (known here: forward, telegram, webhook)"},
 		{[]string{"config", "set", "channels.webhook", "1"}, 2, "channels.webhook: is a section"},
 		{[]string{"config", "unset", "heartbeat.channel"}, 0, `heartbeat.channel = ""`},
+		{[]string{"config", "set", "sentinel.policy.day_quota", "-1"}, 2, "sentinel.policy.day_quota: policy: invalid config: day_quota must be >= 0"},
+		{[]string{"config", "set", "cron.decay_after", "-1"}, 2, "cron.decay_after: must be 0 (off) or positive"},
 	}
 	for _, s := range steps {
 		out, err := runRaven(t, "", append([]string{"--data-dir", dir}, s.args...)...)
