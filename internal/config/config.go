@@ -266,3 +266,12 @@ func oneOf(s string, opts ...string) bool {
 
 // Duration is the shared duration type of every section ("30m", "1h").
 type Duration = configtype.Duration
+
+// PlannerModel is the model the Sentinel planner uses: sentinel.planner_model
+// when set, else the global model. The one place that choice is made.
+func (c Config) PlannerModel() string {
+	if c.Sentinel.PlannerModel != "" {
+		return c.Sentinel.PlannerModel
+	}
+	return c.Model
+}
