@@ -202,3 +202,16 @@ func (k Key) Text(cfg Config) string {
 	}
 	return string(raw)
 }
+
+// Changed lists the keys whose values differ between a and b, in schema
+// order: what a reload changed, for a gateway deciding what it can apply
+// live and what needs a restart.
+func Changed(a, b Config) []string {
+	var out []string
+	for _, k := range Keys() {
+		if !reflect.DeepEqual(k.value(&a).Interface(), k.value(&b).Interface()) {
+			out = append(out, k.Name)
+		}
+	}
+	return out
+}

@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 )
 
 // keyCase overrides the values the type alone suggests for one key.
@@ -211,5 +212,20 @@ func TestSetKeepsLargeIntegers(t *testing.T) {
 	cfg, err := Load(p)
 	if err != nil || len(cfg.Channels.Telegram.AllowFrom) != 1 || cfg.Channels.Telegram.AllowFrom[0] != 9007199254740993 {
 		t.Fatalf("allow_from after another set: %v %v", cfg.Channels.Telegram.AllowFrom, err)
+	}
+}
+
+func TestChanged(t *testing.T) {
+	a := Default()
+	b := Default()
+	if got := Changed(a, b); len(got) != 0 {
+		t.Fatalf("defaults differ: %v", got)
+	}
+	b.Heartbeat.Interval = Duration(time.Hour)
+	b.Channels.Forward = []string{"telegram:1"}
+	b.Sentinel.Policy.QuietHours.Start = 60
+	got := strings.Join(Changed(a, b), " ")
+	if got != "sentinel.policy.quiet_hours.start heartbeat.interval channels.forward" {
+		t.Fatalf("changed = %q", got)
 	}
 }
