@@ -1,6 +1,7 @@
 package config
 
 import (
+	"bytes"
 	"encoding"
 	"encoding/json"
 	"fmt"
@@ -209,7 +210,8 @@ func (k Key) Text(cfg Config) string {
 func Changed(a, b Config) []string {
 	var out []string
 	for _, k := range Keys() {
-		if !reflect.DeepEqual(k.value(&a).Interface(), k.value(&b).Interface()) {
+		// Compared as written to the file, so an absent list and [] agree.
+		if !bytes.Equal(k.JSON(a), k.JSON(b)) {
 			out = append(out, k.Name)
 		}
 	}

@@ -218,6 +218,7 @@ func TestSetKeepsLargeIntegers(t *testing.T) {
 func TestChanged(t *testing.T) {
 	a := Default()
 	b := Default()
+	b.Channels.Forward = []string{}
 	if got := Changed(a, b); len(got) != 0 {
 		t.Fatalf("defaults differ: %v", got)
 	}
