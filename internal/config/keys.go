@@ -17,13 +17,13 @@ import (
 // `raven config get|set|list` without a second list to keep in step.
 type Key struct {
 	// Name is the dotted key ("channels.webhook.listen").
-	Name string `json:"key"`
+	Name string
 	// Type says what `config set` accepts: bool, int, number, string,
 	// duration, HH:MM, "list of T" (comma-separated or a JSON array) or
 	// "JSON" for lists of objects and maps.
-	Type string `json:"type"`
+	Type string
 	// Secret keys (API keys, tokens) are masked by `config list`.
-	Secret bool `json:"secret,omitempty"`
+	Secret bool
 
 	index []int
 	typ   reflect.Type
