@@ -25,7 +25,7 @@ func Get(cfg Config, key string) (any, error) {
 		return generic(k.JSON(cfg)), nil
 	}
 	keys := Keys()
-	if len(childrenOf(keys, key)) == 0 {
+	if key == "" || len(childrenOf(keys, key)) == 0 {
 		return nil, err
 	}
 	section := map[string]any{}

@@ -132,6 +132,9 @@ func LookupKey(name string) (Key, error) {
 			return k, nil
 		}
 	}
+	if name == "" {
+		return Key{}, &Error{Msg: "empty key (known: " + strings.Join(childrenOf(keys, ""), ", ") + ")"}
+	}
 	if under := childrenOf(keys, name); len(under) > 0 {
 		return Key{}, &Error{Key: name, Msg: "is a section; use one of its keys: " + strings.Join(under, ", ")}
 	}

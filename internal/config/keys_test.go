@@ -177,6 +177,7 @@ func TestKeyLookupErrors(t *testing.T) {
 		{"channels.nope", "known here: forward, telegram, webhook"},
 		{"channels.webhook", "is a section; use one of its keys: enabled"},
 		{"sentinel.policy.adaptive.x", "known here: cold_start_floor"},
+		{"", "empty key (known: agent, channels"},
 	}
 	for _, tt := range tests {
 		_, err := LookupKey(tt.key)
