@@ -108,6 +108,8 @@ func (e *Error) Error() string {
 		return fmt.Sprintf("config %s: %s: %s", e.File, e.Key, e.Msg)
 	case e.Key != "":
 		return fmt.Sprintf("config: %s: %s", e.Key, e.Msg)
+	case e.File == "":
+		return "config: " + e.Msg
 	default:
 		return fmt.Sprintf("config %s: %s", e.File, e.Msg)
 	}
