@@ -14,6 +14,7 @@ import (
 	"github.com/raven-agent/raven/internal/channels"
 	"github.com/raven-agent/raven/internal/configtype"
 	"github.com/raven-agent/raven/internal/cron"
+	"github.com/raven-agent/raven/internal/llm"
 	"github.com/raven-agent/raven/internal/strictjson"
 )
 
@@ -51,21 +52,9 @@ type EndpointConfig struct {
 	BaseURL string `json:"base_url,omitempty"`
 }
 
-// AgentConfig is the "agent" section, the file form of agent.Config; its
-// defaults are package agent's Default* constants.
-type AgentConfig struct {
-	SystemPrompt string `json:"system_prompt,omitempty"`
-	// MaxIterations caps model calls per turn.
-	MaxIterations int `json:"max_iterations"`
-	// HistoryTailBytes is how much of HISTORY.md's end goes into the prompt.
-	HistoryTailBytes int `json:"history_tail_bytes"`
-	// RecentMessages is how many session messages go into the prompt.
-	RecentMessages int `json:"recent_messages"`
-	MaxTokens      int `json:"max_tokens"`
-	// ToolTimeout bounds one tool call's work (ask_user's wait for the
-	// owner is not counted: it has its own budget).
-	ToolTimeout Duration `json:"tool_timeout"`
-}
+// AgentConfig is the "agent" section; package agent owns it and its
+// defaults.
+type AgentConfig = agent.FileConfig
 
 // LogConfig selects the log format and level.
 type LogConfig struct {
@@ -76,9 +65,10 @@ type LogConfig struct {
 // Default returns the configuration used when the file is absent.
 func Default() Config {
 	return Config{
-		Providers: ProvidersConfig{MaxAttempts: 3, Timeout: Duration(120 * time.Second)},
-		Agent: AgentConfig{MaxIterations: agent.DefaultMaxIterations, HistoryTailBytes: agent.DefaultHistoryTailBytes,
-			RecentMessages: agent.DefaultRecentMessages, MaxTokens: agent.DefaultMaxTokens, ToolTimeout: Duration(agent.DefaultToolTimeout)},
+		// The timeout stays 120s here, below providers.DefaultTimeout (5m,
+		// for callers that pass none): a hung endpoint is reported sooner.
+		Providers: ProvidersConfig{MaxAttempts: llm.DefaultMaxAttempts, Timeout: Duration(120 * time.Second)},
+		Agent:     agent.DefaultFileConfig(),
 		Tools:     defaultTools(),
 		Sentinel:  defaultSentinel(),
 		Cron:      cron.DefaultConfig(),
@@ -194,11 +184,6 @@ func (c *Config) Validate() error {
 	}{
 		{"providers.max_attempts", c.Providers.MaxAttempts >= 1 && c.Providers.MaxAttempts <= 10, "must be 1..10"},
 		{"providers.timeout", c.Providers.Timeout >= Duration(time.Second), "must be at least 1s"},
-		{"agent.max_iterations", c.Agent.MaxIterations >= 1 && c.Agent.MaxIterations <= 200, "must be 1..200"},
-		{"agent.history_tail_bytes", c.Agent.HistoryTailBytes >= 0 && c.Agent.HistoryTailBytes <= 1<<20, "must be 0..1048576"},
-		{"agent.recent_messages", c.Agent.RecentMessages >= 0 && c.Agent.RecentMessages <= 1000, "must be 0..1000"},
-		{"agent.max_tokens", c.Agent.MaxTokens >= 1, "must be positive"},
-		{"agent.tool_timeout", c.Agent.ToolTimeout >= Duration(time.Second), "must be at least 1s"},
 		{"log.format", c.Log.Format == "text" || c.Log.Format == "json", `must be "text" or "json"`},
 		{"log.level", oneOf(c.Log.Level, "debug", "info", "warn", "error"), "must be debug, info, warn or error"},
 	}
@@ -206,6 +191,9 @@ func (c *Config) Validate() error {
 		if !ch.ok {
 			return &Error{Key: ch.key, Msg: ch.msg}
 		}
+	}
+	if err := section("agent", c.Agent.Validate()); err != nil {
+		return err
 	}
 	if err := section("cron", c.Cron.Validate()); err != nil {
 		return err
