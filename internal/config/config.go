@@ -65,8 +65,9 @@ type LogConfig struct {
 // Default returns the configuration used when the file is absent.
 func Default() Config {
 	return Config{
-		// The timeout stays 120s here, below providers.DefaultTimeout (5m,
-		// for callers that pass none): a hung endpoint is reported sooner.
+		// providers.timeout (120s) differs from providers.DefaultTimeout (5m),
+		// which only callers passing no timeout get; kept as documented
+		// until the two are reconciled.
 		Providers: ProvidersConfig{MaxAttempts: llm.DefaultMaxAttempts, Timeout: Duration(120 * time.Second)},
 		Agent:     agent.DefaultFileConfig(),
 		Tools:     defaultTools(),
