@@ -23,7 +23,7 @@ VALUE is read by the key's type:
   list of T       comma-separated items: telegram:123,webhook:x
                   or a JSON array when an item holds a comma: '["a,b","c"]'
                   "" is the empty list
-  JSON            the JSON text itself (lists of objects, e.g.
+  JSON            the JSON text itself (lists of objects and maps, e.g.
                   sentinel.policy.persona_dnd '[{"start":"09:00","end":"10:00"}]')`
 
 func newConfigCmd(g *globals) *cobra.Command {

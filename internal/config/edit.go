@@ -142,7 +142,8 @@ func withFile(err error, path string) error {
 //   - HH:MM: a time of day ("23:00");
 //   - list of T: comma-separated items ("telegram:123,webhook:x"), a JSON
 //     array (`["a,b","c"]`) when an item holds a comma, "" for an empty list;
-//   - JSON (lists of objects): the JSON text itself.
+//   - JSON (lists of objects, maps): the JSON text itself;
+//   - an optional (pointer) value: its element's syntax, "null" to clear.
 //
 // A value that does not parse is an *Error naming the full dotted key.
 func (k Key) ParseValue(value string) (json.RawMessage, error) {
@@ -172,6 +173,18 @@ func parseText(t reflect.Type, s string) (reflect.Value, error) {
 		return v, nil
 	}
 	switch t.Kind() {
+	case reflect.Pointer:
+		// An optional value: "null" clears it, anything else is the value.
+		if strings.TrimSpace(s) == "null" {
+			return v, nil
+		}
+		ev, err := parseText(t.Elem(), s)
+		if err != nil {
+			return v, err
+		}
+		p := reflect.New(t.Elem())
+		p.Elem().Set(ev)
+		v.Set(p)
 	case reflect.String:
 		v.SetString(s)
 	case reflect.Bool:

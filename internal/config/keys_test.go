@@ -231,3 +231,52 @@ func TestChanged(t *testing.T) {
 		t.Fatalf("changed = %q", got)
 	}
 }
+
+// TestParseTextShapes covers the value shapes the schema may grow into,
+// beyond those it has today (maps, unsigned and optional values).
+func TestParseTextShapes(t *testing.T) {
+	type item struct {
+		Name string `json:"name"`
+	}
+	tests := []struct {
+		name string
+		typ  reflect.Type
+		in   string
+		want string // JSON; "" means refused
+	}{
+		{"string verbatim", reflect.TypeFor[string](), `a, "b"`, `"a, \"b\""`},
+		{"uint", reflect.TypeFor[uint16](), "42", "42"},
+		{"uint negative", reflect.TypeFor[uint16](), "-1", ""},
+		{"int overflow", reflect.TypeFor[int8](), "300", ""},
+		{"float", reflect.TypeFor[float64](), "0.25", "0.25"},
+		{"float nan", reflect.TypeFor[float64](), "NaN", ""},
+		{"duration", reflect.TypeFor[Duration](), "1h30m", `"1h30m0s"`},
+		{"list comma", reflect.TypeFor[[]string](), "a, b", `["a","b"]`},
+		{"list json", reflect.TypeFor[[]string](), `["a,b"]`, `["a,b"]`},
+		{"list empty", reflect.TypeFor[[]string](), "", `[]`},
+		{"list of durations", reflect.TypeFor[[]Duration](), "1m,2m", `["1m0s","2m0s"]`},
+		{"list bad item", reflect.TypeFor[[]int](), "1,x", ""},
+		{"list of objects", reflect.TypeFor[[]item](), `[{"name":"x"}]`, `[{"name":"x"}]`},
+		{"list of objects unknown field", reflect.TypeFor[[]item](), `[{"nope":1}]`, ""},
+		{"map", reflect.TypeFor[map[string]int](), `{"a":1}`, `{"a":1}`},
+		{"map trailing", reflect.TypeFor[map[string]int](), `{"a":1}}`, ""},
+		{"optional set", reflect.TypeFor[*int](), "5", "5"},
+		{"optional cleared", reflect.TypeFor[*int](), "null", "null"},
+		{"optional bad", reflect.TypeFor[*int](), "x", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			k := Key{Name: "x.y", Type: typeName(tt.typ), typ: tt.typ}
+			got, err := k.ParseValue(tt.in)
+			switch {
+			case tt.want == "":
+				var ce *Error
+				if !errors.As(err, &ce) || ce.Key != "x.y" {
+					t.Fatalf("%q accepted as %s (err %v)", tt.in, got, err)
+				}
+			case err != nil || string(got) != tt.want:
+				t.Fatalf("%q: %s %v, want %s", tt.in, got, err, tt.want)
+			}
+		})
+	}
+}
