@@ -171,10 +171,10 @@ func (c *Config) Validate() error {
 		name string
 		e    EndpointConfig
 	}{{"openai", c.Providers.OpenAI}, {"anthropic", c.Providers.Anthropic}, {"ollama", c.Providers.Ollama}} {
-		if ep.e.BaseURL != "" && !absoluteHTTP(ep.e.BaseURL) {
+		if ep.e.BaseURL != "" && !configtype.AbsoluteHTTP(ep.e.BaseURL) {
 			return &Error{Key: "providers." + ep.name + ".base_url", Msg: "want an absolute http(s) URL"}
 		}
-		if !oneLine(ep.e.APIKey) {
+		if !configtype.OneLine(ep.e.APIKey) {
 			return &Error{Key: "providers." + ep.name + ".api_key", Msg: "must be one line without control characters"}
 		}
 	}
@@ -226,12 +226,6 @@ func modelProblem(m string) string {
 	}
 	return fmt.Sprintf("unknown provider %q (want openai, ollama, anthropic or scripted:PATH)", p)
 }
-
-// absoluteHTTP and oneLine are the shared checks (see configtype).
-var (
-	absoluteHTTP = configtype.AbsoluteHTTP
-	oneLine      = configtype.OneLine
-)
 
 // section names a feature section's *configtype.FieldError by its full
 // dotted key.

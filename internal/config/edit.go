@@ -160,7 +160,7 @@ func (k Key) ParseValue(value string) (json.RawMessage, error) {
 
 func parseText(t reflect.Type, s string) (reflect.Value, error) {
 	v := reflect.New(t).Elem()
-	if name, ok := scalarNames[t]; ok && name == "duration" {
+	if name, _ := scalarName(t); name == "duration" {
 		if err := v.Addr().Interface().(json.Unmarshaler).UnmarshalJSON([]byte(strconv.Quote(s))); err != nil {
 			return v, fmt.Errorf("want a duration such as 90s, 30m or 1h30m, got %q", s)
 		}

@@ -4,6 +4,7 @@ import (
 	"net"
 	"time"
 
+	"github.com/raven-agent/raven/internal/configtype"
 	"github.com/raven-agent/raven/internal/eventlog"
 )
 
@@ -44,10 +45,10 @@ func (g GatewayConfig) validate() error {
 	if g.EventsMaxAge < Duration(time.Minute) {
 		return &Error{Key: "gateway.events_max_age", Msg: "must be at least 1m"}
 	}
-	if !oneLine(g.TLSCert) {
+	if !configtype.OneLine(g.TLSCert) {
 		return &Error{Key: "gateway.tls_cert", Msg: "must be one line without control characters"}
 	}
-	if !oneLine(g.TLSKey) {
+	if !configtype.OneLine(g.TLSKey) {
 		return &Error{Key: "gateway.tls_key", Msg: "must be one line without control characters"}
 	}
 	if g.TCPListen != "" {

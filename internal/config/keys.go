@@ -29,23 +29,21 @@ type Key struct {
 	typ   reflect.Type
 }
 
-var (
-	unmarshalerT     = reflect.TypeFor[json.Unmarshaler]()
-	textUnmarshalerT = reflect.TypeFor[encoding.TextUnmarshaler]()
-	configT          = reflect.TypeFor[Config]()
-)
-
-// scalarNames names the leaf types whose Go kind says too little.
-var scalarNames = map[reflect.Type]string{
-	reflect.TypeFor[Duration]():         "duration",
-	reflect.TypeFor[policy.Duration]():  "duration",
-	reflect.TypeFor[policy.TimeOfDay](): "HH:MM",
+// scalarName names the leaf types whose Go kind says too little.
+func scalarName(t reflect.Type) (string, bool) {
+	switch t {
+	case reflect.TypeFor[Duration](), reflect.TypeFor[policy.Duration]():
+		return "duration", true
+	case reflect.TypeFor[policy.TimeOfDay]():
+		return "HH:MM", true
+	}
+	return "", false
 }
 
 // Keys lists every key of the schema in file order.
 func Keys() []Key {
 	var out []Key
-	collect(configT, "", nil, &out)
+	collect(reflect.TypeFor[Config](), "", nil, &out)
 	return out
 }
 
@@ -80,11 +78,11 @@ func isSection(t reflect.Type) bool {
 
 func hasDecoder(t reflect.Type) bool {
 	pt := reflect.PointerTo(t)
-	return pt.Implements(unmarshalerT) || pt.Implements(textUnmarshalerT)
+	return pt.Implements(reflect.TypeFor[json.Unmarshaler]()) || pt.Implements(reflect.TypeFor[encoding.TextUnmarshaler]())
 }
 
 func typeName(t reflect.Type) string {
-	if n, ok := scalarNames[t]; ok {
+	if n, ok := scalarName(t); ok {
 		return n
 	}
 	switch t.Kind() {
@@ -110,7 +108,7 @@ func typeName(t reflect.Type) string {
 // isScalar reports whether a value of t can be written as one word on the
 // command line (an element of a comma-separated list).
 func isScalar(t reflect.Type) bool {
-	if _, ok := scalarNames[t]; ok {
+	if _, ok := scalarName(t); ok {
 		return true
 	}
 	switch t.Kind() {

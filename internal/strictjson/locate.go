@@ -10,11 +10,6 @@ import (
 	"strings"
 )
 
-var (
-	unmarshalerType     = reflect.TypeFor[json.Unmarshaler]()
-	textUnmarshalerType = reflect.TypeFor[encoding.TextUnmarshaler]()
-)
-
 // locate walks data against the type of v, as encoding/json would decode
 // it, and returns the first problem with its full path, or nil when it finds
 // none (the caller then falls back to encoding/json's own error). It runs
@@ -200,8 +195,8 @@ func (w *walker) skipRest(tok json.Token) bool {
 
 func implements(t reflect.Type) bool {
 	pt := reflect.PointerTo(t)
-	return t.Implements(unmarshalerType) || pt.Implements(unmarshalerType) ||
-		t.Implements(textUnmarshalerType) || pt.Implements(textUnmarshalerType)
+	u, tu := reflect.TypeFor[json.Unmarshaler](), reflect.TypeFor[encoding.TextUnmarshaler]()
+	return t.Implements(u) || pt.Implements(u) || t.Implements(tu) || pt.Implements(tu)
 }
 
 func mismatch(t reflect.Type, tok json.Token, path string, off int64) *Error {
