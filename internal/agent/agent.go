@@ -27,6 +27,16 @@ type InboundHook func(ctx context.Context, req spine.TurnRequest) (handled bool,
 // is a plain function so the agent loop never imports the Sentinel.
 type ResponseModifier func(sessionKey, content string) string
 
+// The defaults of the agent section (config.json "agent"); New applies
+// DefaultMaxIterations and DefaultMaxTokens to zero fields.
+const (
+	DefaultMaxIterations    = 20
+	DefaultHistoryTailBytes = 8 << 10
+	DefaultRecentMessages   = 40
+	DefaultMaxTokens        = 4096
+	DefaultToolTimeout      = 5 * time.Minute
+)
+
 // Config tunes the loop.
 type Config struct {
 	SystemPrompt     string
@@ -79,10 +89,10 @@ func New(o Options) *Agent {
 		o.Tools = tools.NewRegistry()
 	}
 	if o.Config.MaxIterations <= 0 {
-		o.Config.MaxIterations = 20
+		o.Config.MaxIterations = DefaultMaxIterations
 	}
 	if o.Config.MaxTokens <= 0 {
-		o.Config.MaxTokens = 4096
+		o.Config.MaxTokens = DefaultMaxTokens
 	}
 	return &Agent{o: o}
 }

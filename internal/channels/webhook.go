@@ -1,7 +1,6 @@
 package channels
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/raven-agent/raven/internal/clock"
 	"github.com/raven-agent/raven/internal/spine"
+	"github.com/raven-agent/raven/internal/strictjson"
 )
 
 // WebhookChannel is the channel name of the signed HTTP webhook.
@@ -21,8 +21,6 @@ const WebhookChannel = "webhook"
 // Webhook inbound limits.
 const (
 	maxChatIDLen        = 128
-	defaultMaxBody      = 64 << 10
-	defaultWindow       = 5 * time.Minute
 	defaultSeenCapacity = 10000
 )
 
@@ -68,10 +66,10 @@ func NewWebhookHandler(o WebhookHandlerOptions) (*WebhookHandler, error) {
 		return nil, errors.New("channels: webhook handler needs Name, Inbound and Clock")
 	}
 	if o.Window <= 0 {
-		o.Window = defaultWindow
+		o.Window = DefaultWebhookWindow
 	}
 	if o.MaxBody <= 0 {
-		o.MaxBody = defaultMaxBody
+		o.MaxBody = DefaultWebhookMaxBody
 	}
 	if o.SeenCapacity <= 0 {
 		o.SeenCapacity = defaultSeenCapacity
@@ -173,13 +171,8 @@ func (h *WebhookHandler) remember(sig string, expiry, now time.Time) error {
 }
 
 func decodeStrictJSON(body []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
+	if err := strictjson.Decode(body, v); err != nil {
 		return fmt.Errorf("bad JSON body: %w", err)
-	}
-	if err := dec.Decode(new(json.RawMessage)); err != io.EOF {
-		return errors.New("bad JSON body: trailing data")
 	}
 	return nil
 }

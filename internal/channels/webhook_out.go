@@ -59,7 +59,7 @@ func NewWebhookOutlet(o WebhookOutletOptions) (*WebhookOutlet, error) {
 		o.Client = &http.Client{Timeout: 15 * time.Second}
 	}
 	if o.MaxAttempts <= 0 {
-		o.MaxAttempts = 5
+		o.MaxAttempts = DefaultWebhookMaxAttempts
 	}
 	if o.BaseBackoff <= 0 {
 		o.BaseBackoff = 500 * time.Millisecond

@@ -3,14 +3,19 @@
 package config
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"strings"
 	"time"
+
+	"github.com/raven-agent/raven/internal/agent"
+	"github.com/raven-agent/raven/internal/channels"
+	"github.com/raven-agent/raven/internal/configtype"
+	"github.com/raven-agent/raven/internal/cron"
+	"github.com/raven-agent/raven/internal/llm"
+	"github.com/raven-agent/raven/internal/strictjson"
 )
 
 // Config is the whole configuration file. Every section has defaults, so an
@@ -43,24 +48,13 @@ type ProvidersConfig struct {
 
 // EndpointConfig is one provider endpoint.
 type EndpointConfig struct {
-	APIKey  string `json:"api_key,omitempty"`
+	APIKey  string `json:"api_key,omitempty" config:"secret"`
 	BaseURL string `json:"base_url,omitempty"`
 }
 
-// AgentConfig tunes the turn loop.
-type AgentConfig struct {
-	SystemPrompt string `json:"system_prompt,omitempty"`
-	// MaxIterations caps model calls per turn.
-	MaxIterations int `json:"max_iterations"`
-	// HistoryTailBytes is how much of HISTORY.md's end goes into the prompt.
-	HistoryTailBytes int `json:"history_tail_bytes"`
-	// RecentMessages is how many session messages go into the prompt.
-	RecentMessages int `json:"recent_messages"`
-	MaxTokens      int `json:"max_tokens"`
-	// ToolTimeout bounds one tool call's work (ask_user's wait for the
-	// owner is not counted: it has its own budget).
-	ToolTimeout Duration `json:"tool_timeout"`
-}
+// AgentConfig is the "agent" section; package agent owns it and its
+// defaults.
+type AgentConfig = agent.FileConfig
 
 // LogConfig selects the log format and level.
 type LogConfig struct {
@@ -71,24 +65,33 @@ type LogConfig struct {
 // Default returns the configuration used when the file is absent.
 func Default() Config {
 	return Config{
-		Providers: ProvidersConfig{MaxAttempts: 3, Timeout: Duration(120 * time.Second)},
-		Agent:     AgentConfig{MaxIterations: 20, HistoryTailBytes: 8 << 10, RecentMessages: 40, MaxTokens: 4096, ToolTimeout: Duration(5 * time.Minute)},
+		// providers.timeout (120s) differs from providers.DefaultTimeout (5m),
+		// which only callers passing no timeout get; kept as documented
+		// until the two are reconciled.
+		Providers: ProvidersConfig{MaxAttempts: llm.DefaultMaxAttempts, Timeout: Duration(120 * time.Second)},
+		Agent:     agent.DefaultFileConfig(),
 		Tools:     defaultTools(),
 		Sentinel:  defaultSentinel(),
-		Cron:      defaultCron(),
+		Cron:      cron.DefaultConfig(),
 		Heartbeat: defaultHeartbeat(),
 		Gateway:   defaultGateway(),
-		Channels:  defaultChannels(),
+		Channels:  channels.DefaultConfig(),
 		Log:       LogConfig{Format: "text", Level: "info"},
 	}
 }
 
-// Error is a configuration problem, naming the file and the key.
+// Error is a configuration problem, naming the file and the full dotted
+// key.
 type Error struct {
 	File string
 	Key  string
 	Msg  string
+	// Err is the underlying decoding error, when there is one.
+	Err error
 }
+
+// Unwrap exposes the decoding error (a *strictjson.Error) to errors.Is/As.
+func (e *Error) Unwrap() error { return e.Err }
 
 func (e *Error) Error() string {
 	switch {
@@ -96,6 +99,8 @@ func (e *Error) Error() string {
 		return fmt.Sprintf("config %s: %s: %s", e.File, e.Key, e.Msg)
 	case e.Key != "":
 		return fmt.Sprintf("config: %s: %s", e.Key, e.Msg)
+	case e.File == "":
+		return "config: " + e.Msg
 	default:
 		return fmt.Sprintf("config %s: %s", e.File, e.Msg)
 	}
@@ -104,7 +109,8 @@ func (e *Error) Error() string {
 // maxFileSize bounds the config file: it is hand-edited, never large.
 const maxFileSize = 1 << 20
 
-// Load reads path over the defaults. A missing file yields the defaults.
+// Load reads path over the defaults. A missing or empty file yields the
+// defaults.
 func Load(path string) (Config, error) {
 	cfg := Default()
 	f, err := os.Open(path)
@@ -122,68 +128,54 @@ func Load(path string) (Config, error) {
 	if len(data) > maxFileSize {
 		return cfg, &Error{File: path, Msg: "file is larger than 1 MiB"}
 	}
-	if err := decodeStrict(data, &cfg); err != nil {
-		var ce *Error
-		if errors.As(err, &ce) {
-			ce.File = path
-			return cfg, ce
-		}
-		return cfg, &Error{File: path, Msg: err.Error()}
+	if err := decode(data, &cfg); err != nil {
+		return cfg, withFile(err, path)
 	}
 	if err := cfg.Validate(); err != nil {
-		var ce *Error
-		if errors.As(err, &ce) {
-			ce.File = path
-		}
-		return cfg, err
+		return cfg, withFile(err, path)
 	}
 	return cfg, nil
 }
 
-// decodeStrict decodes data into cfg, rejecting unknown keys and type
-// mismatches with an Error naming the dotted key.
-func decodeStrict(data []byte, cfg *Config) error {
-	if len(bytes.TrimSpace(data)) == 0 {
+// decode decodes data over cfg strictly (strictjson), turning a failure
+// into an *Error naming the full dotted key. Empty input leaves cfg alone.
+func decode(data []byte, cfg *Config) error {
+	err := strictjson.Decode(data, cfg)
+	var se *strictjson.Error
+	switch {
+	case err == nil || errors.Is(err, strictjson.ErrEmpty):
 		return nil
-	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(cfg); err != nil {
-		var te *json.UnmarshalTypeError
-		var se *json.SyntaxError
-		switch {
-		case errors.As(err, &te):
-			return &Error{Key: te.Field, Msg: fmt.Sprintf("want %s, got JSON %s", te.Type, te.Value)}
-		case errors.As(err, &se):
-			return &Error{Msg: fmt.Sprintf("malformed JSON at byte %d: %v", se.Offset, err)}
-		case errors.Is(err, io.ErrUnexpectedEOF):
-			return &Error{Msg: "malformed JSON: unexpected end of file"}
-		case strings.HasPrefix(err.Error(), "json: unknown field "):
-			return &Error{Key: strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`), Msg: "unknown key"}
-		}
-		var ce *Error
-		if errors.As(err, &ce) {
-			return ce
-		}
+	case !errors.As(err, &se):
 		return &Error{Msg: err.Error()}
+	case se.Kind == strictjson.ErrUnknownField:
+		return &Error{Key: se.Field, Msg: "unknown key", Err: err}
+	case se.Kind == strictjson.ErrSyntax:
+		return &Error{Msg: fmt.Sprintf("%s (at byte %d)", se.Detail, se.Offset), Err: err}
+	case se.Kind == strictjson.ErrTrailingData:
+		return &Error{Msg: fmt.Sprintf("trailing data at byte %d after the JSON object", se.Offset), Err: err}
+	case se.Field == "" && se.Kind == strictjson.ErrType:
+		return &Error{Msg: "want one JSON object: " + se.Detail, Err: err}
 	}
-	if dec.More() {
-		return &Error{Msg: "trailing data after the JSON object"}
-	}
-	return nil
+	return &Error{Key: se.Field, Msg: se.Detail, Err: err}
 }
 
 // Validate checks every section, returning the first problem as an *Error.
 func (c *Config) Validate() error {
-	if c.Model != "" && !strings.HasPrefix(c.Model, "scripted:") {
-		p, m, ok := strings.Cut(c.Model, "/")
-		if !ok || m == "" {
-			return &Error{Key: "model", Msg: fmt.Sprintf("%q is not provider/model (e.g. openai/gpt-4o-mini, ollama/qwen2.5:7b)", c.Model)}
+	if msg := modelProblem(c.Model); msg != "" {
+		return &Error{Key: "model", Msg: msg}
+	}
+	if msg := modelProblem(c.Sentinel.PlannerModel); msg != "" {
+		return &Error{Key: "sentinel.planner_model", Msg: msg}
+	}
+	for _, ep := range []struct {
+		name string
+		e    EndpointConfig
+	}{{"openai", c.Providers.OpenAI}, {"anthropic", c.Providers.Anthropic}, {"ollama", c.Providers.Ollama}} {
+		if ep.e.BaseURL != "" && !configtype.AbsoluteHTTP(ep.e.BaseURL) {
+			return &Error{Key: "providers." + ep.name + ".base_url", Msg: "want an absolute http(s) URL"}
 		}
-		switch p {
-		case "openai", "ollama", "anthropic":
-		default:
-			return &Error{Key: "model", Msg: fmt.Sprintf("unknown provider %q (want openai, ollama, anthropic or scripted:PATH)", p)}
+		if !configtype.OneLine(ep.e.APIKey) {
+			return &Error{Key: "providers." + ep.name + ".api_key", Msg: "must be one line without control characters"}
 		}
 	}
 	checks := []struct {
@@ -193,11 +185,6 @@ func (c *Config) Validate() error {
 	}{
 		{"providers.max_attempts", c.Providers.MaxAttempts >= 1 && c.Providers.MaxAttempts <= 10, "must be 1..10"},
 		{"providers.timeout", c.Providers.Timeout >= Duration(time.Second), "must be at least 1s"},
-		{"agent.max_iterations", c.Agent.MaxIterations >= 1 && c.Agent.MaxIterations <= 200, "must be 1..200"},
-		{"agent.history_tail_bytes", c.Agent.HistoryTailBytes >= 0 && c.Agent.HistoryTailBytes <= 1<<20, "must be 0..1048576"},
-		{"agent.recent_messages", c.Agent.RecentMessages >= 0 && c.Agent.RecentMessages <= 1000, "must be 0..1000"},
-		{"agent.max_tokens", c.Agent.MaxTokens >= 1, "must be positive"},
-		{"agent.tool_timeout", c.Agent.ToolTimeout >= Duration(time.Second), "must be at least 1s"},
 		{"log.format", c.Log.Format == "text" || c.Log.Format == "json", `must be "text" or "json"`},
 		{"log.level", oneOf(c.Log.Level, "debug", "info", "warn", "error"), "must be debug, info, warn or error"},
 	}
@@ -206,10 +193,49 @@ func (c *Config) Validate() error {
 			return &Error{Key: ch.key, Msg: ch.msg}
 		}
 	}
-	for _, v := range []func() error{c.Tools.validate, c.Sentinel.validate, c.Cron.validate, c.Heartbeat.validate, c.Gateway.validate, c.Channels.validate} {
+	if err := section("agent", c.Agent.Validate()); err != nil {
+		return err
+	}
+	if err := section("cron", c.Cron.Validate()); err != nil {
+		return err
+	}
+	if err := section("channels", c.Channels.Validate()); err != nil {
+		return err
+	}
+	for _, v := range []func() error{c.Tools.validate, c.Sentinel.validate, c.Heartbeat.validate, c.Gateway.validate} {
 		if err := v(); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// modelProblem says what is wrong with a "provider/model" or
+// "scripted:PATH" value, "" when nothing is (empty is no model).
+func modelProblem(m string) string {
+	if m == "" || strings.HasPrefix(m, "scripted:") {
+		return ""
+	}
+	p, name, ok := strings.Cut(m, "/")
+	if !ok || name == "" {
+		return fmt.Sprintf("%q is not provider/model (e.g. openai/gpt-4o-mini, ollama/qwen2.5:7b)", m)
+	}
+	switch p {
+	case "openai", "ollama", "anthropic":
+		return ""
+	}
+	return fmt.Sprintf("unknown provider %q (want openai, ollama, anthropic or scripted:PATH)", p)
+}
+
+// section names a feature section's *configtype.FieldError by its full
+// dotted key.
+func section(prefix string, err error) error {
+	var fe *configtype.FieldError
+	if errors.As(err, &fe) {
+		return &Error{Key: prefix + "." + fe.Field, Msg: fe.Msg}
+	}
+	if err != nil {
+		return &Error{Key: prefix, Msg: err.Error()}
 	}
 	return nil
 }
@@ -223,23 +249,14 @@ func oneOf(s string, opts ...string) bool {
 	return false
 }
 
-// Duration is a time.Duration written as a Go duration string ("30m", "1h").
-type Duration time.Duration
+// Duration is the shared duration type of every section ("30m", "1h").
+type Duration = configtype.Duration
 
-// D returns the time.Duration.
-func (d Duration) D() time.Duration { return time.Duration(d) }
-
-func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
-
-func (d *Duration) UnmarshalJSON(b []byte) error {
-	var s string
-	if err := json.Unmarshal(b, &s); err != nil {
-		return fmt.Errorf("want a duration string such as \"30m\"")
+// PlannerModel is the model the Sentinel planner uses: sentinel.planner_model
+// when set, else the global model. The one place that choice is made.
+func (c Config) PlannerModel() string {
+	if c.Sentinel.PlannerModel != "" {
+		return c.Sentinel.PlannerModel
 	}
-	v, err := time.ParseDuration(s)
-	if err != nil {
-		return fmt.Errorf("bad duration %q: want e.g. \"90s\", \"30m\", \"1h\"", s)
-	}
-	*d = Duration(v)
-	return nil
+	return c.Model
 }

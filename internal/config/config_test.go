@@ -21,7 +21,11 @@ func TestLoadDefaultsAndErrors(t *testing.T) {
 		{`{"model": "bogus/x"}`, "model", "unknown provider"},
 		{`{"agent": {"max_iterations": "many"}}`, "agent.max_iterations", "want int"},
 		{`{"agent": {"max_iterations": 0}}`, "agent.max_iterations", "1..200"},
-		{`{"sentinel": {"interval": "soon"}}`, "", "bad duration"},
+		{`{"sentinel": {"interval": "soon"}}`, "sentinel.interval", "bad duration"},
+		{`{"sentinel": {"nope": 1}}`, "sentinel.nope", "unknown key"},
+		{`{"model": ""}}`, "", "trailing data"},
+		{`{} x`, "", "trailing data"},
+		{`[]`, "", "want one JSON object"},
 		{`{"nope": 1}`, "nope", "unknown key"},
 		{`{"model": `, "", "malformed JSON"},
 	}
@@ -78,5 +82,46 @@ func TestGetSet(t *testing.T) {
 	}
 	if strings.Contains(string(after), "user_pool") {
 		t.Fatal("defaults were written into the file")
+	}
+}
+
+// TestLoadErrorsNameFullKey: a bad value in any section, loaded from the
+// file, is an *Error naming its full dotted key.
+func TestLoadErrorsNameFullKey(t *testing.T) {
+	tests := []struct{ body, key string }{
+		{`{"providers": {"timeout": "0s"}}`, "providers.timeout"},
+		{`{"providers": {"openai": {"base_url": "x"}}}`, "providers.openai.base_url"},
+		{`{"providers": {"ollama": {"nope": 1}}}`, "providers.ollama.nope"},
+		{`{"agent": {"tool_timeout": "1ms"}}`, "agent.tool_timeout"},
+		{`{"tools": {"exec": {"timeout": 5}}}`, "tools.exec.timeout"},
+		{`{"tools": {"ask_user": {"timeout": "0s"}}}`, "tools.ask_user.timeout"},
+		{`{"sentinel": {"planner_model": "x"}}`, "sentinel.planner_model"},
+		{`{"sentinel": {"policy": {"day_quota": -1}}}`, "sentinel.policy.day_quota"},
+		{`{"sentinel": {"policy": {"adaptive": {"gain": -1}}}}`, "sentinel.policy.adaptive.gain"},
+		{`{"sentinel": {"policy": {"quiet_hours": {"start": "25:00"}}}}`, "sentinel.policy.quiet_hours.start"},
+		{`{"sentinel": {"policy": {"quiet_hours": {"days": [7]}}}}`, "sentinel.policy.quiet_hours.days"},
+		{`{"sentinel": {"policy": {"persona_dnd": [{"start": "09:00", "end": "10:00", "days": [1]}, {"days": [9]}]}}}`, "sentinel.policy.persona_dnd[1].days"},
+		{`{"sentinel": {"policy": {"persona_dnd": [{"bogus": 1}]}}}`, "sentinel.policy.persona_dnd[0].bogus"},
+		{`{"sentinel": {"behaviors": {"idle": "soon"}}}`, "sentinel.behaviors.idle"},
+		{`{"cron": {"lock_timeout": "1ms"}}`, "cron.lock_timeout"},
+		{`{"heartbeat": {"turn_timeout": "1s"}}`, "heartbeat.turn_timeout"},
+		{`{"gateway": {"shutdown_grace": "-1s"}}`, "gateway.shutdown_grace"},
+		{`{"channels": {"forward": ["Tele Gram"]}}`, "channels.forward"},
+		{`{"channels": {"telegram": {"allow_from": ["x"]}}}`, "channels.telegram.allow_from[0]"},
+		{`{"channels": {"webhook": {"max_attempts": 0}}}`, "channels.webhook.max_attempts"},
+		{`{"log": {"level": "loud"}}`, "log.level"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.key, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "config.json")
+			if err := os.WriteFile(p, []byte(tt.body), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			_, err := Load(p)
+			var ce *Error
+			if !errors.As(err, &ce) || ce.Key != tt.key || !strings.Contains(err.Error(), tt.key) || !strings.Contains(err.Error(), p) {
+				t.Fatalf("err = %v, want an *Error naming %s and the file", err, tt.key)
+			}
+		})
 	}
 }

@@ -3,6 +3,9 @@ package config
 import (
 	"net"
 	"time"
+
+	"github.com/raven-agent/raven/internal/configtype"
+	"github.com/raven-agent/raven/internal/eventlog"
 )
 
 // GatewayConfig configures `raven gateway`.
@@ -25,7 +28,7 @@ type GatewayConfig struct {
 func defaultGateway() GatewayConfig {
 	return GatewayConfig{
 		UserPool: 4, ShutdownGrace: Duration(10 * time.Second),
-		EventsMaxCount: 100000, EventsMaxAge: Duration(30 * 24 * time.Hour),
+		EventsMaxCount: eventlog.DefaultMaxCount, EventsMaxAge: Duration(eventlog.DefaultMaxAge),
 	}
 }
 
@@ -33,11 +36,20 @@ func (g GatewayConfig) validate() error {
 	if g.UserPool < 1 || g.UserPool > 256 {
 		return &Error{Key: "gateway.user_pool", Msg: "must be 1..256"}
 	}
+	if g.ShutdownGrace < 0 || g.ShutdownGrace > Duration(10*time.Minute) {
+		return &Error{Key: "gateway.shutdown_grace", Msg: "must be 0s..10m"}
+	}
 	if g.EventsMaxCount < 100 || g.EventsMaxCount > 100_000_000 {
 		return &Error{Key: "gateway.events_max_count", Msg: "must be 100..100000000"}
 	}
 	if g.EventsMaxAge < Duration(time.Minute) {
 		return &Error{Key: "gateway.events_max_age", Msg: "must be at least 1m"}
+	}
+	if !configtype.OneLine(g.TLSCert) {
+		return &Error{Key: "gateway.tls_cert", Msg: "must be one line without control characters"}
+	}
+	if !configtype.OneLine(g.TLSKey) {
+		return &Error{Key: "gateway.tls_key", Msg: "must be one line without control characters"}
 	}
 	if g.TCPListen != "" {
 		if _, _, err := net.SplitHostPort(g.TCPListen); err != nil {

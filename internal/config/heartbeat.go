@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/raven-agent/raven/internal/configtype"
 )
 
 // HeartbeatConfig configures the heartbeat service (workspace/HEARTBEAT.md)
@@ -47,7 +49,7 @@ func (h HeartbeatConfig) validate() error {
 		return &Error{Key: "heartbeat.max_file_bytes", Msg: "must be 1024..1048576"}
 	case h.TurnTimeout < Duration(10*time.Second):
 		return &Error{Key: "heartbeat.turn_timeout", Msg: "must be at least 10s"}
-	case h.Channel != "" && !heartbeatChannelOK(h.Channel):
+	case h.Channel != "" && !configtype.ChannelName(h.Channel):
 		return &Error{Key: "heartbeat.channel", Msg: fmt.Sprintf("%q is not a channel name (lowercase letters, digits, - and _)", h.Channel)}
 	case h.ChatID != "" && h.Channel == "":
 		return &Error{Key: "heartbeat.chat_id", Msg: "set heartbeat.channel as well"}
@@ -55,17 +57,4 @@ func (h HeartbeatConfig) validate() error {
 		return &Error{Key: "heartbeat.chat_id", Msg: "must be one line of at most 256 bytes"}
 	}
 	return nil
-}
-
-// heartbeatChannelOK accepts the channel names outlets register under.
-func heartbeatChannelOK(s string) bool {
-	if len(s) > 32 {
-		return false
-	}
-	for _, r := range s {
-		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
-			return false
-		}
-	}
-	return true
 }

@@ -1,6 +1,9 @@
 package config
 
 import (
+	"fmt"
+	"reflect"
+	"strings"
 	"time"
 
 	"github.com/raven-agent/raven/internal/sentinel/attention"
@@ -197,8 +200,49 @@ func (s SentinelConfig) validate() error {
 			return &Error{Key: c.key, Msg: c.msg}
 		}
 	}
+	if err := windowDays("sentinel.policy.quiet_hours.days", s.Policy.QuietHours); err != nil {
+		return err
+	}
+	for i, w := range s.Policy.PersonaDND {
+		if err := windowDays(fmt.Sprintf("sentinel.policy.persona_dnd[%d].days", i), w); err != nil {
+			return err
+		}
+	}
 	if err := s.Policy.Validate(); err != nil {
-		return &Error{Key: "sentinel.policy", Msg: err.Error()}
+		return &Error{Key: policyKey(s.Policy), Msg: err.Error()}
 	}
 	return nil
+}
+
+func windowDays(key string, w policy.DayWindow) error {
+	for _, d := range w.Days {
+		if d < time.Sunday || d > time.Saturday {
+			return &Error{Key: key, Msg: fmt.Sprintf("day %d: want 0 (Sunday) .. 6 (Saturday)", d)}
+		}
+	}
+	return nil
+}
+
+// policyKey names the full dotted key of an invalid policy setting.
+// policy.Validate reports by field name inside its own section; to name the
+// key without a second copy of its rules, each set key is tried alone over
+// the defaults, and the first that fails by itself is the culprit. A
+// problem only a combination of keys makes stays "sentinel.policy".
+func policyKey(p policy.Config) string {
+	in := Config{Sentinel: SentinelConfig{Policy: p}}
+	for _, k := range Keys() {
+		rest, ok := strings.CutPrefix(k.Name, "sentinel.policy.")
+		if !ok {
+			continue
+		}
+		try := Config{Sentinel: SentinelConfig{Policy: policy.DefaultConfig()}}
+		if reflect.DeepEqual(k.value(&try).Interface(), k.value(&in).Interface()) {
+			continue
+		}
+		k.value(&try).Set(k.value(&in))
+		if try.Sentinel.Policy.Validate() != nil {
+			return "sentinel.policy." + rest
+		}
+	}
+	return "sentinel.policy"
 }

@@ -49,3 +49,19 @@ func TestSentinelBehaviorsAndRoutines(t *testing.T) {
 		}
 	}
 }
+
+func TestPlannerModel(t *testing.T) {
+	tests := []struct{ model, planner, want string }{
+		{"", "", ""},
+		{"openai/gpt-4o-mini", "", "openai/gpt-4o-mini"},
+		{"openai/gpt-4o-mini", "ollama/qwen2.5:7b", "ollama/qwen2.5:7b"},
+		{"", "ollama/qwen2.5:7b", "ollama/qwen2.5:7b"},
+	}
+	for _, tt := range tests {
+		c := Default()
+		c.Model, c.Sentinel.PlannerModel = tt.model, tt.planner
+		if got := c.PlannerModel(); got != tt.want {
+			t.Errorf("%+v: %q", tt, got)
+		}
+	}
+}

@@ -1,43 +1,30 @@
 package config
 
-import "time"
+import (
+	"github.com/raven-agent/raven/internal/questions"
+	"github.com/raven-agent/raven/internal/tools"
+)
 
-// ToolsConfig tunes the built-in tools.
+// ToolsConfig composes the built-in tools' sections; each tool's package
+// owns its type, defaults and checks.
 type ToolsConfig struct {
 	Exec    ExecConfig    `json:"exec"`
 	AskUser AskUserConfig `json:"ask_user"`
 }
 
-// ExecConfig bounds the exec tool.
-type ExecConfig struct {
-	Enabled   bool     `json:"enabled"`
-	Timeout   Duration `json:"timeout"`
-	MaxOutput int      `json:"max_output"`
-	// Deny lists extra command patterns refused on top of the built-in list.
-	Deny []string `json:"deny,omitempty"`
-}
-
-// AskUserConfig tunes the ask_user tool.
-type AskUserConfig struct {
-	// Timeout is the one budget shared by every question of one call.
-	Timeout Duration `json:"timeout"`
-}
+// ExecConfig and AskUserConfig are owned by packages tools and questions.
+type (
+	ExecConfig    = tools.ExecConfig
+	AskUserConfig = questions.AskUserConfig
+)
 
 func defaultTools() ToolsConfig {
-	return ToolsConfig{
-		Exec:    ExecConfig{Enabled: true, Timeout: Duration(60 * time.Second), MaxOutput: 16 << 10},
-		AskUser: AskUserConfig{Timeout: Duration(600 * time.Second)},
-	}
+	return ToolsConfig{Exec: tools.DefaultExecConfig(), AskUser: questions.DefaultAskUserConfig()}
 }
 
 func (t ToolsConfig) validate() error {
-	switch {
-	case t.Exec.Timeout < Duration(time.Second):
-		return &Error{Key: "tools.exec.timeout", Msg: "must be at least 1s"}
-	case t.Exec.MaxOutput < 256:
-		return &Error{Key: "tools.exec.max_output", Msg: "must be at least 256 bytes"}
-	case t.AskUser.Timeout < Duration(time.Second):
-		return &Error{Key: "tools.ask_user.timeout", Msg: "must be at least 1s"}
+	if err := section("tools.exec", t.Exec.Validate()); err != nil {
+		return err
 	}
-	return nil
+	return section("tools.ask_user", t.AskUser.Validate())
 }

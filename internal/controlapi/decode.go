@@ -6,6 +6,8 @@ import (
 	"errors"
 	"io"
 	"strings"
+
+	"github.com/raven-agent/raven/internal/strictjson"
 )
 
 // Limits bound what DecodeStrict accepts anywhere inside params.
@@ -43,24 +45,19 @@ func DecodeStrictLimits(params json.RawMessage, dst any, lim Limits) error {
 	if err := checkBounds(params, lim); err != nil {
 		return err
 	}
-	dec := json.NewDecoder(bytes.NewReader(params))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(dst); err != nil {
-		var te *json.UnmarshalTypeError
+	if err := strictjson.Decode(params, dst); err != nil {
+		var se *strictjson.Error
 		switch {
-		case errors.As(err, &te):
-			field := te.Field
-			if field == "" {
-				field = "params"
-			}
-			return InvalidParams("%s: want %s, got JSON %s", field, te.Type, te.Value)
-		case strings.HasPrefix(err.Error(), "json: unknown field "):
-			return InvalidParams("unknown field %s", strings.TrimPrefix(err.Error(), "json: unknown field "))
+		case errors.Is(err, strictjson.ErrTrailingData):
+			return InvalidParams("trailing data after params")
+		case errors.As(err, &se) && se.Kind == strictjson.ErrUnknownField:
+			return InvalidParams("unknown field %q", se.Field)
+		case errors.As(err, &se) && se.Field != "":
+			return InvalidParams("%s: %s", se.Field, se.Detail)
+		case errors.As(err, &se) && se.Kind == strictjson.ErrType:
+			return InvalidParams("params: %s", se.Detail)
 		}
 		return InvalidParams("%s", strings.TrimPrefix(err.Error(), "json: "))
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return InvalidParams("trailing data after params")
 	}
 	return nil
 }

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+
+	"github.com/raven-agent/raven/internal/strictjson"
 )
 
 // Wire protocol: one JSON-RPC 2.0 object per line ("\n"-terminated) in each
@@ -97,9 +99,7 @@ func parseRequest(frame []byte) (request, *RPCError) {
 	if frame[0] != '{' {
 		return req, Errorf(CodeInvalidRequest, "invalid request: want one JSON-RPC object per line (batches are not supported)")
 	}
-	dec := json.NewDecoder(bytes.NewReader(frame))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
+	if err := strictjson.Decode(frame, &req); err != nil {
 		// Recover the id if possible so the client can match the error.
 		var loose struct {
 			ID json.RawMessage `json:"id"`

@@ -61,8 +61,8 @@ type Options struct {
 	// the set ("broadcast" names broadcast jobs). Empty: every job.
 	Channels []string
 	// MaxSleep caps one sleep of the timer loop (peer edits are seen within
-	// it). ClaimTTL, JobTimeout, MaxConcurrent and DecayAfter: see
-	// config.CronConfig. Zero values take the config defaults.
+	// it). ClaimTTL, JobTimeout, MaxConcurrent and DecayAfter: see Config.
+	// Zero values take the Default* constants; DecayAfter 0 is off.
 	MaxSleep      time.Duration
 	ClaimTTL      time.Duration
 	JobTimeout    time.Duration
@@ -130,14 +130,14 @@ func NewService(opts Options) (*Service, error) {
 			*d = v
 		}
 	}
-	def(&opts.MaxSleep, time.Second)
-	def(&opts.JobTimeout, 10*time.Minute)
-	def(&opts.ClaimTTL, 15*time.Minute)
+	def(&opts.MaxSleep, DefaultMaxSleep)
+	def(&opts.JobTimeout, DefaultJobTimeout)
+	def(&opts.ClaimTTL, DefaultClaimTTL)
 	if opts.ClaimTTL <= opts.JobTimeout {
 		return nil, fmt.Errorf("cron: claim TTL %s must exceed job timeout %s", opts.ClaimTTL, opts.JobTimeout)
 	}
 	if opts.MaxConcurrent <= 0 {
-		opts.MaxConcurrent = 4
+		opts.MaxConcurrent = DefaultMaxConcurrent
 	}
 	if opts.PID == 0 {
 		opts.PID = os.Getpid()

@@ -16,6 +16,7 @@ import (
 
 	"github.com/raven-agent/raven/internal/clock"
 	"github.com/raven-agent/raven/internal/statefile"
+	"github.com/raven-agent/raven/internal/strictjson"
 )
 
 // SchemaVersion is the jobs.json format this build reads and writes.
@@ -100,7 +101,7 @@ func NewStore(path string, c clock.Clock, log *slog.Logger, lockTimeout time.Dur
 		log = slog.New(slog.DiscardHandler)
 	}
 	if lockTimeout <= 0 {
-		lockTimeout = 5 * time.Second
+		lockTimeout = DefaultLockTimeout
 	}
 	return &Store{
 		path:        path,
@@ -264,9 +265,7 @@ func decodeFile(data []byte) (*File, error) {
 		return nil, fmt.Errorf("bad version %d", *head.Version)
 	}
 	var f File
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&f); err != nil {
+	if err := strictjson.Decode(data, &f); err != nil {
 		return nil, err
 	}
 	seen := make(map[string]bool, len(f.Jobs))

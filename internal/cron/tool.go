@@ -1,7 +1,6 @@
 package cron
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/raven-agent/raven/internal/clock"
 	"github.com/raven-agent/raven/internal/spine"
+	"github.com/raven-agent/raven/internal/strictjson"
 	"github.com/raven-agent/raven/internal/tools"
 )
 
@@ -91,13 +91,8 @@ func (t *Tool) Run(ctx context.Context, raw json.RawMessage) (string, error) {
 		return "", ErrInCronTurn
 	}
 	var a toolArgs
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&a); err != nil {
+	if err := strictjson.Decode(raw, &a); err != nil {
 		return "", fmt.Errorf("cron: bad arguments: %w", err)
-	}
-	if dec.More() {
-		return "", errors.New("cron: bad arguments: trailing data")
 	}
 	switch a.Action {
 	case "add":

@@ -4,6 +4,7 @@ package doctor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -49,11 +50,7 @@ type Options struct {
 func Run(ctx context.Context, o Options) []Check {
 	var out []Check
 	out = append(out, dataDir(o.Paths))
-	if o.ConfigErr != nil {
-		out = append(out, Check{Name: "config", Status: Fail, Detail: o.ConfigErr.Error(), Fix: "edit " + o.Paths.Config() + " (raven config set KEY VALUE validates as it writes)"})
-	} else {
-		out = append(out, Check{Name: "config", Status: OK, Detail: o.Paths.Config()})
-	}
+	out = append(out, configFile(o))
 	out = append(out, model(ctx, o))
 	out = append(out, database(ctx, o.Paths))
 	out = append(out, locks(ctx, o.Paths)...)
@@ -66,8 +63,34 @@ func Run(ctx context.Context, o Options) []Check {
 	return out
 }
 
+// configFile reports the config file; a missing one is not "ok": it says
+// the defaults apply, so an owner who thinks they configured something
+// learns the file is not where Raven looks.
+func configFile(o Options) Check {
+	path := o.Paths.Config()
+	if o.ConfigErr != nil {
+		return Check{Name: "config", Status: Fail, Detail: o.ConfigErr.Error(), Fix: "edit " + path + " (raven config set KEY VALUE validates as it writes)"}
+	}
+	st, err := os.Stat(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return Check{Name: "config", Status: Warn, Detail: path + " is missing; every key has its default (raven config list shows them)",
+			Fix: "run raven onboard, or raven config set KEY VALUE to create it"}
+	case err != nil:
+		return Check{Name: "config", Status: Fail, Detail: err.Error()}
+	case st.IsDir():
+		return Check{Name: "config", Status: Fail, Detail: path + " is a directory", Fix: "move it aside and run raven onboard"}
+	}
+	return Check{Name: "config", Status: OK, Detail: path}
+}
+
+// dataDir checks the data directory without creating it: the doctor
+// reports what is missing, it never makes it.
 func dataDir(p config.Paths) Check {
 	st, err := os.Stat(p.Root)
+	if errors.Is(err, os.ErrNotExist) {
+		return Check{Name: "data dir", Status: Fail, Detail: p.Root + " does not exist", Fix: "run raven onboard"}
+	}
 	if err != nil {
 		return Check{Name: "data dir", Status: Fail, Detail: err.Error(), Fix: "run raven onboard"}
 	}
@@ -167,6 +190,12 @@ func locks(ctx context.Context, p config.Paths) []Check {
 		}
 		lk.Release()
 		out = append(out, Check{Name: l.name, Status: OK, Detail: l.path + " free"})
+	}
+	// TryAcquire would create the lock file and its directory: with no
+	// file, no gateway ever ran here.
+	if _, err := os.Stat(p.GatewayLock()); err != nil {
+		out = append(out, Check{Name: "gateway", Status: OK, Detail: "not running"})
+		return out
 	}
 	gl := statefile.NewLock(p.GatewayLock())
 	if ok, err := gl.TryAcquire(); err == nil && ok {

@@ -36,6 +36,12 @@ const (
 	DefaultTailLimit   = 100
 )
 
+// Retention defaults (config gateway.events_max_count, gateway.events_max_age).
+const (
+	DefaultMaxCount = 100000
+	DefaultMaxAge   = 30 * 24 * time.Hour
+)
+
 // Errors.
 var (
 	// ErrInvalid: bad input to Append or Tail.
@@ -69,7 +75,7 @@ type Options struct {
 	Clock  clock.Clock  // default clock.Real()
 	Logger *slog.Logger // default discards
 	// MaxCount and MaxAge bound retention (config gateway.events_max_count,
-	// gateway.events_max_age). Defaults 100000 and 30 days.
+	// gateway.events_max_age). Defaults DefaultMaxCount and DefaultMaxAge.
 	MaxCount int
 	MaxAge   time.Duration
 	// SubscriberQueue is each live subscriber's buffer (default 1024). A
@@ -106,10 +112,10 @@ func Open(ctx context.Context, db *sql.DB, opts Options) (*Log, error) {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	if opts.MaxCount <= 0 {
-		opts.MaxCount = 100000
+		opts.MaxCount = DefaultMaxCount
 	}
 	if opts.MaxAge <= 0 {
-		opts.MaxAge = 30 * 24 * time.Hour
+		opts.MaxAge = DefaultMaxAge
 	}
 	if opts.SubscriberQueue <= 0 {
 		opts.SubscriberQueue = 1024

@@ -6,10 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"strconv"
 	"sync"
+
+	"github.com/raven-agent/raven/internal/strictjson"
 )
 
 // Turn is one scripted model reply.
@@ -100,14 +101,12 @@ func LoadScripted(path string) (*Scripted, error) {
 }
 
 func parseScript(data []byte) ([]Turn, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
 	var f scriptFile
-	if err := dec.Decode(&f); err != nil {
+	if err := strictjson.Decode(data, &f); err != nil {
+		if errors.Is(err, strictjson.ErrTrailingData) {
+			return nil, fmt.Errorf("decode: unexpected data after the top-level object: %w", err)
+		}
 		return nil, fmt.Errorf("decode: %w", err)
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return nil, errors.New("decode: unexpected data after the top-level object")
 	}
 	if f.Turns == nil {
 		return nil, errors.New(`missing "turns" array`)

@@ -73,8 +73,8 @@ func TestLoadScriptedRejectsBadFiles(t *testing.T) {
 		name, body, errSub string
 	}{
 		{"unknown top-level field", `{"turns":[],"extra":1}`, `unknown field "extra"`},
-		{"unknown turn field", `{"turns":[{"content":"x","match":"y"}]}`, `unknown field "match"`},
-		{"unknown call field", `{"turns":[{"tool_calls":[{"name":"a","args":{}}]}]}`, `unknown field "args"`},
+		{"unknown turn field", `{"turns":[{"content":"x","match":"y"}]}`, `unknown field "turns[0].match"`},
+		{"unknown call field", `{"turns":[{"tool_calls":[{"name":"a","args":{}}]}]}`, `unknown field "turns[0].tool_calls[0].args"`},
 		{"missing turns", `{}`, `missing "turns"`},
 		{"call without name", `{"turns":[{"tool_calls":[{"arguments":{}}]}]}`, `missing "name"`},
 		{"array arguments", `{"turns":[{"tool_calls":[{"name":"a","arguments":[1]}]}]}`, `object or a string`},

@@ -2,12 +2,12 @@ package questions
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
-	"io"
 	"unicode/utf8"
 
 	"github.com/google/uuid"
+
+	"github.com/raven-agent/raven/internal/strictjson"
 )
 
 // Bounds shared by every DTO. They are generous for people and small enough
@@ -34,13 +34,11 @@ func decodeStrict(data []byte, v any) error {
 	if len(trimmed) == 0 || trimmed[0] != '{' {
 		return invalid("params must be a JSON object")
 	}
-	dec := json.NewDecoder(bytes.NewReader(trimmed))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
+	if err := strictjson.Decode(trimmed, v); err != nil {
+		if errors.Is(err, strictjson.ErrTrailingData) {
+			return invalid("params: trailing data after the object")
+		}
 		return invalid("params: %v", err)
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return invalid("params: trailing data after the object")
 	}
 	return nil
 }

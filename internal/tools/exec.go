@@ -36,7 +36,14 @@ type Exec struct {
 }
 
 // NewExec returns the exec tool with the built-in deny-list plus extra patterns.
+// A zero timeout or maxOutput takes DefaultExecTimeout or DefaultExecMaxOutput.
 func NewExec(ws *Workspace, timeout time.Duration, maxOutput int, extraDeny []string) (*Exec, error) {
+	if timeout <= 0 {
+		timeout = DefaultExecTimeout
+	}
+	if maxOutput <= 0 {
+		maxOutput = DefaultExecMaxOutput
+	}
 	e := &Exec{WS: ws, Timeout: timeout, MaxOutput: maxOutput}
 	for _, p := range append(append([]string{}, defaultDeny...), extraDeny...) {
 		re, err := regexp.Compile(p)

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/raven-agent/raven/internal/statefile"
+	"github.com/raven-agent/raven/internal/strictjson"
 )
 
 // maxFileRead bounds what read_file returns to the model.
@@ -17,9 +18,7 @@ const maxFileRead = 256 << 10
 
 // decodeArgs decodes tool arguments strictly.
 func decodeArgs(raw json.RawMessage, v any) error {
-	dec := json.NewDecoder(strings.NewReader(string(raw)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
+	if err := strictjson.Decode(raw, v); err != nil {
 		return fmt.Errorf("bad arguments: %w", err)
 	}
 	return nil

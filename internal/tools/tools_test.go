@@ -155,3 +155,17 @@ func TestMessageAndSpawnUseTurn(t *testing.T) {
 		t.Fatal("subagent allowed to spawn")
 	}
 }
+
+func TestExecZeroOptionsTakeDefaults(t *testing.T) {
+	e, err := NewExec(nil, 0, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.Timeout != DefaultExecTimeout || e.MaxOutput != DefaultExecMaxOutput {
+		t.Fatalf("timeout %v max %d", e.Timeout, e.MaxOutput)
+	}
+	d := DefaultExecConfig()
+	if d.Timeout.D() != DefaultExecTimeout || d.MaxOutput != DefaultExecMaxOutput || !d.Enabled || d.Validate() != nil {
+		t.Fatalf("defaults %+v", d)
+	}
+}

@@ -1,7 +1,6 @@
 package feedback
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/raven-agent/raven/internal/spine"
+	"github.com/raven-agent/raven/internal/strictjson"
 	"github.com/raven-agent/raven/internal/tools"
 )
 
@@ -86,13 +86,8 @@ type toolArgs struct {
 // to be shown to the model.
 func (t *Tool) Run(ctx context.Context, args json.RawMessage) (string, error) {
 	var a toolArgs
-	dec := json.NewDecoder(bytes.NewReader(args))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&a); err != nil {
-		return "", fmt.Errorf("%w: %v", ErrBadArgs, err)
-	}
-	if dec.More() {
-		return "", fmt.Errorf("%w: trailing data after the arguments object", ErrBadArgs)
+	if err := strictjson.Decode(args, &a); err != nil {
+		return "", fmt.Errorf("%w: %w", ErrBadArgs, err)
 	}
 	a.NudgeID = strings.TrimSpace(a.NudgeID)
 	switch {

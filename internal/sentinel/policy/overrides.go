@@ -1,14 +1,14 @@
 package policy
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"sync"
 	"time"
+
+	"github.com/raven-agent/raven/internal/strictjson"
 )
 
 // Overrides are the owner's preferences on top of Config. They can only
@@ -157,13 +157,8 @@ func readPreferences(path string) (Overrides, error) {
 		return Overrides{}, err
 	}
 	var o Overrides
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&o); err != nil {
+	if err := strictjson.Decode(data, &o); err != nil {
 		return Overrides{}, fmt.Errorf("decode: %w", err)
-	}
-	if dec.More() {
-		return Overrides{}, errors.New("trailing data after the JSON object")
 	}
 	if err := o.validate(); err != nil {
 		return Overrides{}, err

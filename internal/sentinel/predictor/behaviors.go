@@ -3,10 +3,8 @@ package predictor
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -18,6 +16,7 @@ import (
 	"github.com/raven-agent/raven/internal/clock"
 	"github.com/raven-agent/raven/internal/llm"
 	"github.com/raven-agent/raven/internal/statefile"
+	"github.com/raven-agent/raven/internal/strictjson"
 )
 
 // BehaviorsSection is the state store section holding the extractor's
@@ -435,13 +434,8 @@ func ParseBehaviors(resp *llm.Response, from, to time.Time, maxEvents int, minCo
 			Confidence *float64 `json:"confidence"`
 		} `json:"events"`
 	}
-	dec := json.NewDecoder(strings.NewReader(call.Arguments))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&args); err != nil {
+	if err := strictjson.Decode([]byte(call.Arguments), &args); err != nil {
 		return nil, &parseError{"arguments: " + err.Error()}
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, &parseError{"arguments: trailing data"}
 	}
 	if args.Events == nil {
 		return nil, &parseError{"arguments: events missing"}

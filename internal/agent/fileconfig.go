@@ -1,0 +1,51 @@
+package agent
+
+import (
+	"time"
+
+	"github.com/raven-agent/raven/internal/configtype"
+)
+
+// FileConfig is the "agent" section of config.json: the file form of
+// Config, with durations written as "5m".
+type FileConfig struct {
+	SystemPrompt string `json:"system_prompt,omitempty"`
+	// MaxIterations caps model calls per turn.
+	MaxIterations int `json:"max_iterations"`
+	// HistoryTailBytes is how much of HISTORY.md's end goes into the prompt.
+	HistoryTailBytes int `json:"history_tail_bytes"`
+	// RecentMessages is how many session messages go into the prompt.
+	RecentMessages int `json:"recent_messages"`
+	MaxTokens      int `json:"max_tokens"`
+	// ToolTimeout bounds one tool call's work (ask_user's wait for the
+	// owner is not counted: it has its own budget).
+	ToolTimeout configtype.Duration `json:"tool_timeout"`
+}
+
+// DefaultFileConfig returns the documented defaults.
+func DefaultFileConfig() FileConfig {
+	return FileConfig{
+		MaxIterations:    DefaultMaxIterations,
+		HistoryTailBytes: DefaultHistoryTailBytes,
+		RecentMessages:   DefaultRecentMessages,
+		MaxTokens:        DefaultMaxTokens,
+		ToolTimeout:      configtype.Duration(DefaultToolTimeout),
+	}
+}
+
+// Validate returns the first invalid setting as a *configtype.FieldError.
+func (c FileConfig) Validate() error {
+	switch {
+	case c.MaxIterations < 1 || c.MaxIterations > 200:
+		return configtype.Invalid("max_iterations", "must be 1..200")
+	case c.HistoryTailBytes < 0 || c.HistoryTailBytes > 1<<20:
+		return configtype.Invalid("history_tail_bytes", "must be 0..1048576")
+	case c.RecentMessages < 0 || c.RecentMessages > 1000:
+		return configtype.Invalid("recent_messages", "must be 0..1000")
+	case c.MaxTokens < 1:
+		return configtype.Invalid("max_tokens", "must be positive")
+	case c.ToolTimeout.D() < time.Second:
+		return configtype.Invalid("tool_timeout", "must be at least 1s")
+	}
+	return nil
+}
