@@ -56,6 +56,7 @@ func PlannerTool() llm.Tool {
 				"spawn_task":        str("the self-contained task for spawn_agent"),
 				"defer_condition":   str("for nudge_defer: what settled means"),
 				"topic":             str("optional short topic tag, e.g. tax-return"),
+				"slot_id":           str("when the decision covers a planned deadline reminder listed as due now: its [id]"),
 			},
 			"required": []any{"action", "reason", "proactivity_score"},
 		},
@@ -102,7 +103,7 @@ func RenderContext(pc PlannerContext) string {
 	}
 
 	if len(pc.DueDeadlines) > 0 {
-		b.WriteString("\n# Planned deadline reminders due now (judge from history whether still needed)\n")
+		b.WriteString("\n# Planned deadline reminders due now (judge from history whether still needed; set slot_id to the [id] you act on)\n")
 		for _, s := range pc.DueDeadlines {
 			fmt.Fprintf(&b, "- [%s] %s (priority %s, until %s)\n", s.ID, s.Message, orLow(s.Priority), s.End.Format("15:04"))
 		}

@@ -212,6 +212,12 @@ func (r *Runner) TickWithContext(ctx context.Context, pc PlannerContext) (out Ti
 
 	d := r.o.Planner.Decide(ctx, pc)
 	d.At = now
+	var slotNote string
+	if d.SlotID != "" && !offered(pc.DueDeadlines, d.SlotID) {
+		slotNote = fmt.Sprintf("planner named slot %q, which was not offered; ignored", d.SlotID)
+		r.log.Warn("sentinel: planner named a plan slot that was not offered", "slot", d.SlotID)
+		d.SlotID = ""
+	}
 	if d.ProviderError && r.o.DeadlineFallback {
 		if fb, slot, ok := fallbackDeadline(pc.DueDeadlines); ok {
 			fb.At = now
@@ -227,6 +233,9 @@ func (r *Runner) TickWithContext(ctx context.Context, pc PlannerContext) (out Ti
 		}
 	}
 	out = r.route(ctx, d, pc)
+	if slotNote != "" {
+		out.Notes = append(out.Notes, slotNote)
+	}
 	r.settleDeadlines(ctx, &out, pc.DueDeadlines, now)
 	if d.Action == ActionSkip && !d.ProviderError {
 		r.skipSig, r.skipAt = contextSignature(pc), now
@@ -416,14 +425,44 @@ func fallbackDeadline(due []PlanSlot) (PlannerDecision, PlanSlot, bool) {
 // about due deadlines this tick did not deliver.
 func (r *Runner) settleDeadlines(ctx context.Context, out *TickOutcome, due []PlanSlot, now time.Time) {
 	for _, s := range due {
-		acted := out.Decision.Topic != "" && (out.Decision.Topic == s.ID || out.Decision.Topic == s.Topic)
-		if acted && (out.Delivered() || (out.Result != nil && out.Result.Queued)) {
+		if actsOn(out.Decision, s) && (out.Delivered() || (out.Result != nil && out.Result.Queued)) {
 			r.markFired(ctx, now, s.ID)
 			continue
 		}
 		r.log.Warn("sentinel: due deadline not fired this tick", "slot", s.ID, "priority", s.Priority, "until", s.End, "action", out.Decision.Action, "reason", out.Decision.Reason)
 		out.Notes = append(out.Notes, "due deadline not fired: "+s.ID)
 	}
+}
+
+// offered reports whether id is one of the due slots shown to the planner.
+func offered(due []PlanSlot, id string) bool {
+	for _, s := range due {
+		if s.ID == id {
+			return true
+		}
+	}
+	return false
+}
+
+// actsOn reports whether d covers slot s: it names the slot, or it is on
+// the slot's topic as the policy tags it (explicit, or derived from the
+// message the same way the policy derives it).
+func actsOn(d PlannerDecision, s PlanSlot) bool {
+	if d.SlotID != "" {
+		return d.SlotID == s.ID
+	}
+	if !d.Action.IsNudge() && d.Action != ActionSpawnAgent {
+		return false
+	}
+	topic := d.Topic
+	if topic == "" {
+		content := d.NudgeMessage
+		if d.Action == ActionSpawnAgent {
+			content = d.SpawnTask
+		}
+		topic = policy.DeriveTopic(content)
+	}
+	return topic == s.ID || (s.Topic != "" && topic == s.Topic) || topic == policy.DeriveTopic(s.Message)
 }
 
 // fastPath returns a skip that makes the planner call pointless.
