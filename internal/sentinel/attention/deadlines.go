@@ -91,6 +91,9 @@ func (d Deadlines) Items(in Input) []Item {
 	scan := func(text, source string, strip bool) {
 		for line := range strings.SplitSeq(text, "\n") {
 			if strip {
+				if systemHistoryLine(line) {
+					continue
+				}
 				line = historyPrefix.ReplaceAllString(line, "")
 			}
 			line = strings.Join(strings.Fields(strings.TrimLeft(strings.TrimSpace(line), "-*# ")), " ")
