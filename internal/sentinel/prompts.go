@@ -7,6 +7,7 @@ import (
 
 	"github.com/raven-agent/raven/internal/llm"
 	"github.com/raven-agent/raven/internal/sentinel/policy"
+	"github.com/raven-agent/raven/internal/sentinel/textcut"
 )
 
 // PlannerToolName is the one tool the planner must call.
@@ -193,16 +194,4 @@ func ago(now, t time.Time) string {
 }
 
 // oneLine flattens s to one line of at most n bytes (on a rune boundary).
-func oneLine(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if len(s) <= n {
-		return s
-	}
-	cut := n
-	for cut > 0 && !isRuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
-}
-
-func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
+func oneLine(s string, n int) string { return textcut.Line(s, n) }

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/raven-agent/raven/internal/sentinel/textcut"
 )
 
 // Deadlines lists dated lines of MEMORY.md and the HISTORY.md tail that fall
@@ -175,12 +177,4 @@ func relDay(today, day time.Time) string {
 	return fmt.Sprintf("in %d days", n)
 }
 
-func cut(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && (s[n]&0xC0) == 0x80 {
-		n--
-	}
-	return s[:n] + "…"
-}
+func cut(s string, n int) string { return textcut.Cut(s, n) }

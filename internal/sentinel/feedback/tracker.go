@@ -13,9 +13,9 @@ import (
 	"path/filepath"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/raven-agent/raven/internal/clock"
+	"github.com/raven-agent/raven/internal/sentinel/textcut"
 	"github.com/raven-agent/raven/internal/statefile"
 )
 
@@ -132,13 +132,7 @@ func (t *Tracker) Append(ctx context.Context, rec Record) error {
 	if rec.Time.IsZero() {
 		rec.Time = t.clk.Now()
 	}
-	if len(rec.Content) > MaxContent {
-		cut := MaxContent
-		for cut > 0 && !utf8.RuneStart(rec.Content[cut]) {
-			cut--
-		}
-		rec.Content = rec.Content[:cut] + "…"
-	}
+	rec.Content = textcut.Cut(rec.Content, MaxContent)
 	rec.Time = rec.Time.UTC()
 	line, err := json.Marshal(rec)
 	if err != nil {
