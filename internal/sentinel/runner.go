@@ -568,8 +568,10 @@ func (r *Runner) route(ctx context.Context, d PlannerDecision, pc PlannerContext
 }
 
 // Start runs the tick loop and the defer loop until ctx ends or Stop is
-// called. Operator triggers are drained by the gateway, which calls
-// TickOnce and RunDiscovery.
+// called. The first tick runs at once: a fresh start must not wait a whole
+// interval (30 minutes by default) before the Sentinel looks at anything.
+// Operator triggers are drained by the gateway, which calls TickOnce and
+// RunDiscovery.
 func (r *Runner) Start(ctx context.Context) {
 	r.loopMu.Lock()
 	defer r.loopMu.Unlock()
@@ -581,8 +583,11 @@ func (r *Runner) Start(ctx context.Context) {
 	r.wg.Add(1)
 	go func() {
 		defer r.wg.Done()
-		for clock.Sleep(ctx, r.clk, r.o.Interval) == nil {
+		for {
 			r.TickOnce(ctx)
+			if clock.Sleep(ctx, r.clk, r.o.Interval) != nil {
+				return
+			}
 		}
 	}()
 	if r.o.Defer != nil {
