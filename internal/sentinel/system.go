@@ -89,7 +89,10 @@ type System struct {
 	// Behaviors is nil unless sentinel.behaviors.enabled, a model and a
 	// message source are all present.
 	Behaviors *predictor.BehaviorsExtractor
-	Runner    *Runner
+	// Preferences learns preferences.json entries from dismissals; it runs
+	// on every dismissal RecordVerdict records.
+	Preferences *PreferenceLearner
+	Runner      *Runner
 
 	log         *slog.Logger
 	onDelivered executor.DeliveredFunc
@@ -205,6 +208,9 @@ func NewSystem(o SystemOptions) (*System, error) {
 			}
 		}
 	}
+	if s.Preferences, err = NewPreferenceLearner(PreferenceLearnerOptions{Path: o.Paths.Preferences(), Feedback: s.Feedback, Policy: cfg.Policy, Clock: o.Clock, Logger: log}); err != nil {
+		return nil, err
+	}
 	s.Planner = NewPlanner(o.Provider, o.Model, log)
 	var discover func(context.Context, PlannerContext) executor.Result
 	if cfg.Discovery && o.Provider != nil {
@@ -262,6 +268,12 @@ func (s *System) RecordVerdict(ctx context.Context, nudgeID, verdict, session, r
 	}
 	if err := s.Policy.RecordOutcome(ctx, rec.NudgeID, verdict); err != nil {
 		return rec, fmt.Errorf("sentinel: %s on %s logged, but the policy was not updated: %w", verdict, nudgeID, err)
+	}
+	if verdict == feedback.EventDismissed {
+		// A failed learn costs nothing but the lesson; the verdict stands.
+		if _, err := s.Preferences.Learn(ctx); err != nil {
+			s.log.Warn("sentinel: preferences not learned", "err", err)
+		}
 	}
 	return rec, nil
 }

@@ -324,6 +324,41 @@ func (t *Tracker) Nudges(n int) ([]NudgeSummary, error) {
 	return out, err
 }
 
+// NudgesSince returns the nudges dispatched since t, newest first, each
+// with its latest verdict. It reads the file backwards and stops at the
+// first record a minute older than t (lines from several processes may be
+// slightly out of order) or after maxBytes (0: the tracker's
+// MaxTailBytes), so its cost is bounded by the window, not the file.
+func (t *Tracker) NudgesSince(since time.Time, maxBytes int64) ([]NudgeSummary, error) {
+	if maxBytes <= 0 {
+		maxBytes = t.opts.MaxTailBytes
+	}
+	stop := since.Add(-time.Minute)
+	out := []NudgeSummary{}
+	latest := map[string]Record{}
+	err := t.scanBack(maxBytes, func(r Record) bool {
+		if r.Time.Before(stop) {
+			return false
+		}
+		if r.Event != EventDispatched {
+			if _, seen := latest[r.NudgeID]; !seen {
+				latest[r.NudgeID] = r
+			}
+			return true
+		}
+		if r.Time.Before(since) {
+			return true
+		}
+		s := NudgeSummary{Record: r}
+		if v, ok := latest[r.NudgeID]; ok {
+			s.Verdict, s.VerdictAt, s.VerdictReason = v.Event, v.Time, v.Reason
+		}
+		out = append(out, s)
+		return true
+	})
+	return out, err
+}
+
 // MaybeTrim drops records older than KeepDays, at most once per local day
 // per process, and only rewrites the file when its first record is old
 // enough to go. It reports whether the file was rewritten.

@@ -271,6 +271,10 @@ func (p *Policy) checkLocked(req Request, ov *Overrides, now time.Time) Verdict 
 	if l.lastDismissal > 0 && ns-l.lastDismissal < int64(lim.dismissalCooldown) {
 		return Verdict{Layer: LayerDismissalCooldown, Reason: "owner dismissed a nudge " + time.Duration(ns-l.lastDismissal).Round(time.Second).String() + " ago"}
 	}
+	// 7b. topics the owner muted (preferences.json).
+	if v, ok := mutedTopic(ov, req); ok {
+		return v
+	}
 	ts := l.topics[topicHash(req.Topic, req.Content)]
 	if ts != nil {
 		// 8. weighted topic hard-reject cooldown.
