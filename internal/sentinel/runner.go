@@ -78,10 +78,19 @@ type RunnerOptions struct {
 	// TrimFeedback runs once a day (the tracker's daily trim).
 	TrimFeedback func(ctx context.Context) error
 
-	// Discover runs the daily task discovery once a day from
-	// DiscoveryHour (local); nil disables it.
+	// Discover runs task discovery: once a day from DiscoveryHour (local)
+	// on the tick, and on demand (RunDiscovery). Nil disables both.
 	Discover      func(ctx context.Context, pc PlannerContext) executor.Result
 	DiscoveryHour int
+	// NoDailyDiscovery turns the daily run off (sentinel.discovery=false)
+	// while RunDiscovery still works.
+	NoDailyDiscovery bool
+	// DiscoveryRetry is the first backoff after a failed daily run
+	// (default DefaultDiscoveryRetry); it doubles per failure up to
+	// DefaultDiscoveryRetryMax, for at most DiscoveryAttempts runs a day
+	// (default DefaultDiscoveryAttempts).
+	DiscoveryRetry    time.Duration
+	DiscoveryAttempts int
 
 	// State persists the once-a-day guards (discovery, fired plan slots)
 	// in the shared state file, so a restart or a `raven sentinel tick`
@@ -110,6 +119,12 @@ const (
 	DefaultInterval       = 1800 * time.Second
 	DefaultDedupTTL       = 2 * time.Hour
 	DefaultFeedbackWindow = 7 * 24 * time.Hour
+	// A failed daily discovery (model down, menu denied, no session yet)
+	// is retried after 15m, 30m, 1h, 2h, 2h…, at most five runs a day:
+	// enough to ride out an outage, never a menu loop.
+	DefaultDiscoveryRetry    = 15 * time.Minute
+	DefaultDiscoveryRetryMax = 2 * time.Hour
+	DefaultDiscoveryAttempts = 5
 )
 
 // RunnerSection is the runner's section of state.json.
@@ -118,8 +133,15 @@ const RunnerSection = "runner"
 // runnerState is what must survive a restart: the day discovery last ran
 // and the plan slots fired today.
 type runnerState struct {
-	LastDiscovery string            `json:"last_discovery,omitempty"`
-	FiredSlots    map[string]string `json:"fired_slots,omitempty"` // slot ID -> local day
+	// LastDiscovery is the day a discovery last completed (delivered a
+	// menu or found nothing worth proposing).
+	LastDiscovery string `json:"last_discovery,omitempty"`
+	// DiscoveryDay, DiscoveryAttempts and DiscoveryNext track today's
+	// failed runs: how many, and when the next may start.
+	DiscoveryDay      string            `json:"discovery_day,omitempty"`
+	DiscoveryAttempts int               `json:"discovery_attempts,omitempty"`
+	DiscoveryNext     time.Time         `json:"discovery_next,omitzero"`
+	FiredSlots        map[string]string `json:"fired_slots,omitempty"` // slot ID -> local day
 }
 
 // Runner drives the Sentinel: assemble, fast paths, plan, route.
@@ -158,6 +180,12 @@ func NewRunner(opts RunnerOptions) (*Runner, error) {
 	}
 	if opts.FeedbackWindow <= 0 {
 		opts.FeedbackWindow = DefaultFeedbackWindow
+	}
+	if opts.DiscoveryRetry <= 0 {
+		opts.DiscoveryRetry = DefaultDiscoveryRetry
+	}
+	if opts.DiscoveryAttempts <= 0 {
+		opts.DiscoveryAttempts = DefaultDiscoveryAttempts
 	}
 	return &Runner{o: opts, clk: opts.Clock, log: opts.Logger}, nil
 }
@@ -268,20 +296,31 @@ func (r *Runner) maintain(ctx context.Context, now time.Time) {
 }
 
 func (r *Runner) maybeDiscover(ctx context.Context, pc PlannerContext, now time.Time) {
-	if r.o.Discover == nil || now.Hour() < r.o.DiscoveryHour {
+	if r.o.Discover == nil || r.o.NoDailyDiscovery || now.Hour() < r.o.DiscoveryHour {
 		return
 	}
 	today := dayKey(now)
-	claimed := false
+	claimed, attempt := false, 0
+	// The claim sets the next retry time before the run, so a process
+	// that dies mid-run (or a peer ticking meanwhile) cannot start a
+	// second run at once.
 	if err := r.updateState(ctx, func(st *runnerState) bool {
 		if st.LastDiscovery == today {
 			return false
 		}
-		st.LastDiscovery, claimed = today, true
+		if st.DiscoveryDay != today {
+			st.DiscoveryDay, st.DiscoveryAttempts, st.DiscoveryNext = today, 0, time.Time{}
+		}
+		if st.DiscoveryAttempts >= r.o.DiscoveryAttempts || now.Before(st.DiscoveryNext) {
+			return false
+		}
+		st.DiscoveryAttempts++
+		attempt, claimed = st.DiscoveryAttempts, true
+		st.DiscoveryNext = now.Add(r.discoveryBackoff(attempt))
 		return true
 	}); err != nil {
-		// Without the guard a discovery could run twice today; skipping
-		// it until the state is readable again is the quieter failure.
+		// Without the guard a discovery could run twice; skipping it
+		// until the state is readable again is the quieter failure.
 		r.log.Warn("sentinel: discovery guard unavailable; discovery skipped", "err", err)
 		return
 	}
@@ -289,17 +328,57 @@ func (r *Runner) maybeDiscover(ctx context.Context, pc PlannerContext, now time.
 		return
 	}
 	res := r.o.Discover(ctx, pc)
-	r.log.Info("sentinel: task discovery ran", "delivered", res.Delivered, "layer", res.Verdict.Layer, "note", res.Note, "err", res.Error)
+	if discoveryDone(res) {
+		r.markDiscovered(ctx, today)
+		r.log.Info("sentinel: task discovery ran", "attempt", attempt, "delivered", res.Delivered, "note", res.Note)
+		return
+	}
+	level, msg := slog.LevelWarn, "sentinel: task discovery failed; retrying later today"
+	if attempt >= r.o.DiscoveryAttempts {
+		msg = "sentinel: task discovery failed; no more attempts today"
+	}
+	r.log.Log(ctx, level, msg, "attempt", attempt, "of", r.o.DiscoveryAttempts, "retry_after", r.discoveryBackoff(attempt),
+		"layer", res.Verdict.Layer, "reason", res.Verdict.Reason, "err", res.Error)
 }
 
-// RunDiscovery runs task discovery now regardless of the daily guard.
+// discoveryDone reports whether a run settled the day: it delivered a
+// menu, or found nothing worth proposing. An error or a denied menu is
+// retried.
+func discoveryDone(res executor.Result) bool {
+	return res.Delivered || (res.Error == "" && res.Verdict.Layer == "" && res.Note != "")
+}
+
+func (r *Runner) discoveryBackoff(attempt int) time.Duration {
+	d := r.o.DiscoveryRetry
+	for i := 1; i < attempt && d < DefaultDiscoveryRetryMax; i++ {
+		d *= 2
+	}
+	return min(d, max(DefaultDiscoveryRetryMax, r.o.DiscoveryRetry))
+}
+
+func (r *Runner) markDiscovered(ctx context.Context, day string) {
+	if err := r.updateState(context.WithoutCancel(ctx), func(st *runnerState) bool {
+		st.LastDiscovery = day
+		return true
+	}); err != nil {
+		r.log.Warn("sentinel: discovery not recorded; it may run again today", "err", err)
+	}
+}
+
+// RunDiscovery runs task discovery now regardless of the daily guard (the
+// operator asked). A run that delivers a menu counts as today's, so the
+// daily one does not send a second.
 func (r *Runner) RunDiscovery(ctx context.Context) executor.Result {
 	if r.o.Discover == nil {
-		return executor.Result{Error: "task discovery is not configured"}
+		return executor.Result{Error: "task discovery is not configured (it needs a model)"}
 	}
 	r.tickMu.Lock()
 	defer r.tickMu.Unlock()
-	return r.o.Discover(ctx, r.o.Assembler.Assemble(ctx))
+	res := r.o.Discover(ctx, r.o.Assembler.Assemble(ctx))
+	if res.Delivered {
+		r.markDiscovered(ctx, dayKey(r.clk.Now()))
+	}
+	return res
 }
 
 func dayKey(t time.Time) string { return t.Format("2006-01-02") }

@@ -212,8 +212,10 @@ func NewSystem(o SystemOptions) (*System, error) {
 		return nil, err
 	}
 	s.Planner = NewPlanner(o.Provider, o.Model, log)
+	// Discovery is part of the Sentinel: wherever a model is configured it
+	// can run on demand; sentinel.discovery only switches the daily run off.
 	var discover func(context.Context, PlannerContext) executor.Result
-	if cfg.Discovery && o.Provider != nil {
+	if o.Provider != nil {
 		s.Discoverer = &TaskDiscoverer{Provider: o.Provider, Model: o.Model, Store: s.Pending, Dispatcher: s.Dispatcher, MaxOptions: cfg.DiscoveryOptions, Logger: log}
 		discover = s.Discoverer.Discover
 	}
@@ -223,7 +225,7 @@ func NewSystem(o SystemOptions) (*System, error) {
 		Feedback: s.Feedback, Tuner: pol, FeedbackWindow: cfg.FeedbackWindow.D(),
 		TrimFeedback: func(ctx context.Context) error { _, err := s.Feedback.MaybeTrim(ctx); return err },
 		Refresh:      refresh,
-		Discover:     discover, DiscoveryHour: cfg.DiscoveryHour,
+		Discover:     discover, DiscoveryHour: cfg.DiscoveryHour, NoDailyDiscovery: !cfg.Discovery,
 		TickLogPath: o.Paths.TickLog(), OnTick: o.OnTick, Interval: cfg.Interval.D(), DedupTTL: cfg.DedupTTL.D(), Clock: o.Clock, Logger: log,
 	})
 	if err != nil {
