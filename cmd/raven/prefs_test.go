@@ -72,13 +72,13 @@ func TestSentinelPrefsCLI(t *testing.T) {
 		t.Fatalf("second unset: %s", out)
 	}
 	path := filepath.Join(dir, "sentinel", "preferences.json")
-	if err := os.WriteFile(path, []byte(`{"day_quota": 2}}`), 0o600); err != nil {
+	if err := os.WriteFile(path, []byte(`{"day_quota": "two"}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := run("set", "day_quota", "1"); err == nil || !strings.Contains(err.Error(), "malformed") {
 		t.Fatalf("corrupt file: %v", err)
 	}
-	if b, _ := os.ReadFile(path); string(b) != `{"day_quota": 2}}` {
+	if b, _ := os.ReadFile(path); string(b) != `{"day_quota": "two"}` {
 		t.Fatalf("corrupt file rewritten: %s", b)
 	}
 }

@@ -82,7 +82,7 @@ func TestUpdatePreferencesAtomicAndRefusesCorrupt(t *testing.T) {
 	if o, _ := ReadPreferences(path); *o.DayQuota != 4 {
 		t.Fatal("a refused edit was written")
 	}
-	if err := os.WriteFile(path, []byte(`{"day_quota": 2}}`), 0o600); err != nil {
+	if err := os.WriteFile(path, []byte(`{"day_quota": "two"}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	_, err = UpdatePreferences(ctx, path, func(o *Overrides) (bool, error) { return true, nil })
@@ -90,7 +90,7 @@ func TestUpdatePreferencesAtomicAndRefusesCorrupt(t *testing.T) {
 	if !errors.As(err, &pe) || !strings.Contains(err.Error(), path) {
 		t.Fatalf("corrupt file: %v", err)
 	}
-	if b, _ := os.ReadFile(path); string(b) != `{"day_quota": 2}}` {
+	if b, _ := os.ReadFile(path); string(b) != `{"day_quota": "two"}` {
 		t.Fatalf("corrupt file rewritten: %s", b)
 	}
 	if o, err := ReadPreferences(filepath.Join(t.TempDir(), "none.json")); err != nil || o.DayQuota != nil {

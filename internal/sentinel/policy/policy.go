@@ -245,6 +245,10 @@ func (p *Policy) checkLocked(req Request, ov *Overrides, now time.Time) Verdict 
 			return Verdict{Layer: LayerPersonaDND, Reason: "inside do-not-disturb window " + w.Name + " " + w.String()}
 		}
 	}
+	// 3b. topics the owner muted (preferences.json); no bypass.
+	if v, ok := mutedTopic(ov, req); ok {
+		return v
+	}
 	// 4. per-day quota (hard cap, own line for spawn).
 	times, dayQ := l.nudgeTimes, lim.dayQuota
 	if isSpawn(req.Action) {
@@ -270,10 +274,6 @@ func (p *Policy) checkLocked(req Request, ov *Overrides, now time.Time) Verdict 
 	// 7. dismissal cooldown.
 	if l.lastDismissal > 0 && ns-l.lastDismissal < int64(lim.dismissalCooldown) {
 		return Verdict{Layer: LayerDismissalCooldown, Reason: "owner dismissed a nudge " + time.Duration(ns-l.lastDismissal).Round(time.Second).String() + " ago"}
-	}
-	// 7b. topics the owner muted (preferences.json).
-	if v, ok := mutedTopic(ov, req); ok {
-		return v
 	}
 	ts := l.topics[topicHash(req.Topic, req.Content)]
 	if ts != nil {
