@@ -247,7 +247,8 @@ func (r *Runner) TickWithContext(ctx context.Context, pc PlannerContext) (out Ti
 		d.SlotID = ""
 	}
 	if d.ProviderError && r.o.DeadlineFallback {
-		if fb, slot, ok := fallbackDeadline(pc.DueDeadlines); ok {
+		due := r.unsentDeadlines(ctx, pc, now)
+		if fb, slot, ok := fallbackDeadline(due); ok {
 			fb.At = now
 			r.log.Warn("sentinel: planner unavailable; firing high-priority deadline through the policy", "slot", slot.ID, "planner_reason", d.Reason)
 			r.o.Assembler.RememberLastDecision(fb)
@@ -487,6 +488,31 @@ func slotDecision(s PlanSlot, reason string) PlannerDecision {
 		Action: ActionNudge, Reason: reason, Priority: orLow(s.Priority), ProactivityScore: 1,
 		TargetSession: s.TargetSession, NudgeMessage: s.Message, Topic: topic,
 	}
+}
+
+// unsentDeadlines drops the due deadline slots whose topic already fired
+// today — the planner reminded about it before the slot opened, or a cron
+// job did — and marks them fired, so the outage fallback never repeats a
+// reminder the owner already has.
+func (r *Runner) unsentDeadlines(ctx context.Context, pc PlannerContext, now time.Time) []PlanSlot {
+	var out []PlanSlot
+	for _, s := range pc.DueDeadlines {
+		if topicFiredToday(pc.FireHistory, s, now) {
+			r.markFired(ctx, now, s.ID)
+			continue
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+func topicFiredToday(hist map[string]policy.TopicHistory, s PlanSlot, now time.Time) bool {
+	for _, t := range []string{s.ID, s.Topic, policy.DeriveTopic(s.Message)} {
+		if h, ok := hist[t]; ok && t != "" && !h.LastFired.IsZero() && dayKey(h.LastFired.In(now.Location())) == dayKey(now) {
+			return true
+		}
+	}
+	return false
 }
 
 // fallbackDeadline picks a due high-priority deadline slot. Only those may
