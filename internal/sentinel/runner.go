@@ -486,7 +486,7 @@ func slotDecision(s PlanSlot, reason string) PlannerDecision {
 	}
 	return PlannerDecision{
 		Action: ActionNudge, Reason: reason, Priority: orLow(s.Priority), ProactivityScore: 1,
-		TargetSession: s.TargetSession, NudgeMessage: s.Message, Topic: topic,
+		TargetSession: s.TargetSession, NudgeMessage: s.Message, Topic: topic, SlotID: s.ID,
 	}
 }
 
