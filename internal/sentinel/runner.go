@@ -379,6 +379,13 @@ func (r *Runner) RunDiscovery(ctx context.Context) executor.Result {
 	if res.Delivered {
 		r.markDiscovered(ctx, dayKey(r.clk.Now()))
 	}
+	// Logged here because a gateway runs it from a trigger, where nobody
+	// else sees the result.
+	if res.Delivered || (res.Error == "" && res.Verdict.Layer == "") {
+		r.log.Info("sentinel: task discovery run on request", "delivered", res.Delivered, "nudge_id", res.NudgeID, "note", res.Note)
+	} else {
+		r.log.Warn("sentinel: task discovery run on request did not deliver", "layer", res.Verdict.Layer, "reason", res.Verdict.Reason, "err", res.Error)
+	}
 	return res
 }
 
