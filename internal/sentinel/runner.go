@@ -334,11 +334,11 @@ func (r *Runner) maybeDiscover(ctx context.Context, pc PlannerContext, now time.
 		r.log.Info("sentinel: task discovery ran", "attempt", attempt, "delivered", res.Delivered, "note", res.Note)
 		return
 	}
-	level, msg := slog.LevelWarn, "sentinel: task discovery failed; retrying later today"
+	msg := "sentinel: task discovery failed; retrying later today"
 	if attempt >= r.o.DiscoveryAttempts {
 		msg = "sentinel: task discovery failed; no more attempts today"
 	}
-	r.log.Log(ctx, level, msg, "attempt", attempt, "of", r.o.DiscoveryAttempts, "retry_after", r.discoveryBackoff(attempt),
+	r.log.Warn(msg, "attempt", attempt, "of", r.o.DiscoveryAttempts, "retry_after", r.discoveryBackoff(attempt),
 		"layer", res.Verdict.Layer, "reason", res.Verdict.Reason, "err", res.Error)
 }
 
@@ -350,11 +350,11 @@ func discoveryDone(res executor.Result) bool {
 }
 
 func (r *Runner) discoveryBackoff(attempt int) time.Duration {
-	d := r.o.DiscoveryRetry
-	for i := 1; i < attempt && d < DefaultDiscoveryRetryMax; i++ {
+	d, ceiling := r.o.DiscoveryRetry, max(DefaultDiscoveryRetryMax, r.o.DiscoveryRetry)
+	for i := 1; i < attempt && d < ceiling; i++ {
 		d *= 2
 	}
-	return min(d, max(DefaultDiscoveryRetryMax, r.o.DiscoveryRetry))
+	return min(d, ceiling)
 }
 
 func (r *Runner) markDiscovered(ctx context.Context, day string) {
