@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
 	"slices"
 	"time"
 
@@ -106,15 +107,24 @@ func (t tally) kept(minN int, minRate float64) bool {
 
 // Learn reads the window's nudges from the feedback tail and adds what the
 // owner keeps dismissing to preferences.json.
+//
+// Only verdicts given after preferences.json last changed count: what was
+// learned from is spent, and an entry the owner removed with `prefs unset`
+// stays removed until the owner dismisses enough again.
 func (l *PreferenceLearner) Learn(ctx context.Context) (Learned, error) {
-	nudges, err := l.o.Feedback.NudgesSince(l.o.Clock.Now().Add(-l.o.Window), l.o.TailBytes)
+	now := l.o.Clock.Now()
+	nudges, err := l.o.Feedback.NudgesSince(now.Add(-l.o.Window), l.o.TailBytes)
 	if err != nil {
 		return Learned{}, fmt.Errorf("sentinel: learn preferences: %w", err)
+	}
+	var spent time.Time
+	if st, err := os.Stat(l.o.Path); err == nil {
+		spent = st.ModTime()
 	}
 	var hours [24]tally
 	topics := map[string]*tally{}
 	for _, n := range nudges {
-		if n.Source == feedback.SourceCron || !feedback.IsVerdict(n.Verdict) {
+		if n.Source == feedback.SourceCron || !feedback.IsVerdict(n.Verdict) || !n.VerdictAt.After(spent) {
 			continue
 		}
 		dis := n.Verdict == feedback.EventDismissed
@@ -159,6 +169,12 @@ func (l *PreferenceLearner) Learn(ctx context.Context) (Learned, error) {
 		return Learned{}, fmt.Errorf("sentinel: learn preferences: %w", err)
 	}
 	if !got.Empty() {
+		// The file's time marks the evidence spent, on the learner's
+		// clock (a fake one in tests), so the same dismissals never teach
+		// twice.
+		if err := os.Chtimes(l.o.Path, now, now); err != nil {
+			l.log.Warn("sentinel: preferences learned but not marked; they may be learned again", "path", l.o.Path, "err", err)
+		}
 		l.log.Info("sentinel: learned preferences from dismissals", "path", l.o.Path, "quiet_hours", got.QuietHours, "dnd", got.DND, "muted_topics", got.MutedTopics)
 	}
 	return got, nil

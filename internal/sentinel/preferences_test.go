@@ -3,6 +3,7 @@ package sentinel
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -114,9 +115,17 @@ func TestPreferenceLearnerUnit(t *testing.T) {
 	add("mix-ok2", time.Date(2025, 3, 15, 17, 0, 0, 0, time.UTC), "gym", feedback.SourceSentinel, feedback.EventAccepted)
 	path := dir + "/preferences.json"
 	owner := policy.Overrides{MutedTopics: []string{"football"}}
-	if _, err := policy.UpdatePreferences(ctx, path, func(o *policy.Overrides) (bool, error) { *o = owner; return true, nil }); err != nil {
-		t.Fatal(err)
+	// The owner's own edit, a week before the dismissals.
+	ownerEdit := func(at time.Time, fn func(o *policy.Overrides)) {
+		t.Helper()
+		if _, err := policy.UpdatePreferences(ctx, path, func(o *policy.Overrides) (bool, error) { fn(o); return true, nil }); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(path, at, at); err != nil {
+			t.Fatal(err)
+		}
 	}
+	ownerEdit(time.Date(2025, 3, 1, 9, 0, 0, 0, time.UTC), func(o *policy.Overrides) { *o = owner })
 	cfg := policy.DefaultConfig()
 	cfg.Location = time.UTC
 	l, err := NewPreferenceLearner(PreferenceLearnerOptions{Path: path, Feedback: tr, Policy: cfg, Clock: clk})
@@ -137,6 +146,20 @@ func TestPreferenceLearnerUnit(t *testing.T) {
 	ov, _ := policy.ReadPreferences(path)
 	if len(ov.MutedTopics) != 1 || ov.MutedTopics[0] != "football" || len(ov.DND) != 1 {
 		t.Fatalf("file %+v", ov)
+	}
+	// The owner removes the learned window: the same dismissals do not
+	// bring it back; three new ones do.
+	ownerEdit(clk.Now(), func(o *policy.Overrides) { o.Unset(policy.PrefDND) })
+	if got, err := l.Learn(ctx); err != nil || !got.Empty() {
+		t.Fatalf("spent evidence learned again: %+v (%v)", got, err)
+	}
+	for d := range 3 {
+		clk.Set(time.Date(2025, 3, 21+d, 13, 0, 0, 0, time.UTC))
+		add(fmt.Sprintf("lunch-again-%d", d), clk.Now(), fmt.Sprintf("u%d", d), feedback.SourceSentinel, feedback.EventDismissed)
+	}
+	clk.Advance(time.Hour)
+	if got, err := l.Learn(ctx); err != nil || len(got.DND) != 1 || got.DND[0].String() != "13:00-14:00" {
+		t.Fatalf("new dismissals: %+v (%v)", got, err)
 	}
 }
 

@@ -312,7 +312,11 @@ func EffectivePreferences(c Config, o Overrides) []PreferenceRow {
 	windows := func(ws []DayWindow) string {
 		var parts []string
 		for _, w := range ws {
-			parts = append(parts, w.String())
+			part := w.String()
+			if w.Name != "" {
+				part += " (" + w.Name + ")"
+			}
+			parts = append(parts, part)
 		}
 		return strings.Join(parts, ", ")
 	}
