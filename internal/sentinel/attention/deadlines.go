@@ -30,7 +30,7 @@ var (
 	// historyPrefix is memory.AppendHistory's "- <RFC3339> [conv] role: ":
 	// the log's own timestamp is not a deadline, and dropping the role lets
 	// the owner's line and the assistant's echo of it collapse into one.
-	historyPrefix = regexp.MustCompile(`^\s*[-*]?\s*\d{4}-\d{2}-\d{2}T[0-9:.]+(?:Z|[+-]\d{2}:\d{2})\s+(?:\[[^\]]*\]\s+)?(?:(?:user|assistant|system|tool):\s+)?`)
+	historyPrefix = regexp.MustCompile(`^\s*[-*]?\s*\d{4}-\d{2}-\d{2}T[0-9:.]+(?:Z|[+-]\d{2}:\d{2})\s+(?:\[[^\]]*\]\s+)?(?:(?:user|assistant|answer|system|tool):\s+)?`)
 )
 
 const lineMax = 160
