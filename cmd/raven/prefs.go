@@ -40,12 +40,15 @@ func newSentinelPrefsCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			_, statErr := os.Stat(path)
-			v := prefsView{Path: path, Exists: statErr == nil, Preferences: ov, Effective: policy.EffectivePreferences(cfg.Sentinel.Policy, ov)}
+			raw, readErr := os.ReadFile(path)
+			v := prefsView{Path: path, Exists: readErr == nil, Preferences: ov, Effective: policy.EffectivePreferences(cfg.Sentinel.Policy, ov)}
 			if asJSON || g.json {
 				return printJSON(cmd.OutOrStdout(), v)
 			}
 			printPrefs(cmd.OutOrStdout(), v)
+			if len(raw) > 0 {
+				fmt.Fprintf(cmd.OutOrStdout(), "\n%s:\n%s", path, raw)
+			}
 			return nil
 		},
 	}
