@@ -32,7 +32,7 @@ func newSentinelCmd(g *globals) *cobra.Command {
 		Use:   "sentinel",
 		Short: "Inspect and drive the proactive Sentinel (works with or without a gateway)",
 	}
-	cmd.AddCommand(newSentinelTickCmd(g), newSentinelStatusCmd(g), newSentinelExplainCmd(g))
+	cmd.AddCommand(newSentinelTickCmd(g), newSentinelStatusCmd(g), newSentinelExplainCmd(g), newSentinelPrefsCmd(g), newSentinelDiscoverCmd(g))
 	return cmd
 }
 

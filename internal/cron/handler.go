@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/raven-agent/raven/internal/sentinel/policy"
 	"github.com/raven-agent/raven/internal/spine"
 )
 
@@ -56,7 +57,10 @@ var ErrNoTarget = errors.New("cron: no delivery target")
 func (h *FireHandler) Handle(ctx context.Context, job Job, scheduledAt time.Time) (Outcome, error) {
 	out, err := h.handle(ctx, job, scheduledAt)
 	if err == nil && (out.Status == StatusDelivered || out.Status == StatusSilent) && h.o.RecordFire != nil {
-		if rerr := h.o.RecordFire(ctx, job.Name, job.Message); rerr != nil {
+		// The topic is tagged from the message the way the Sentinel tags
+		// its own nudges, so "Stand-up in 5" from a job named job1 covers
+		// the planner's "Reminder: stand-up in 5 minutes".
+		if rerr := h.o.RecordFire(ctx, policy.DeriveTopic(job.Message), job.Message); rerr != nil {
 			h.log.Warn("cron: record fire in policy ledger", "job", job.ID, "err", rerr)
 		}
 	}

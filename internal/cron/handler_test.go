@@ -168,7 +168,7 @@ func TestDeliveryBranches(t *testing.T) {
 			if got := e.out.got(); strings.Join(got, ",") != strings.Join(tt.want, ",") {
 				t.Fatalf("delivered %q, want %q", got, tt.want)
 			}
-			if tt.ledger != (len(e.ledger) == 1) || (tt.ledger && e.ledger[0] != "standup|prep notes") {
+			if tt.ledger != (len(e.ledger) == 1) || (tt.ledger && e.ledger[0] != "notes-prep|prep notes") { // the message's topic, not the job's name
 				t.Fatalf("ledger = %q", e.ledger)
 			}
 			if len(e.woken) != 1 || e.woken[0] != j.ID {

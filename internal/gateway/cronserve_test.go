@@ -10,6 +10,7 @@ import (
 	"github.com/raven-agent/raven/internal/config"
 	"github.com/raven-agent/raven/internal/cron"
 	"github.com/raven-agent/raven/internal/llm"
+	"github.com/raven-agent/raven/internal/sentinel/policy"
 	"github.com/raven-agent/raven/internal/session"
 )
 
@@ -91,7 +92,7 @@ func TestCronServerLedgerAndDecay(t *testing.T) {
 			if want := fmt.Sprintf("[cron %s] stand up\n", job.ID); out.String() != want {
 				t.Fatalf("stdout = %q, want %q", out.String(), want)
 			}
-			if h := srv.App.Sentinel.Policy.FireHistory()["stretch"]; h.CronFires != 1 {
+			if h := srv.App.Sentinel.Policy.FireHistory()[policy.DeriveTopic(job.Message)]; h.CronFires != 1 {
 				t.Fatalf("policy ledger history = %+v, want one cron fire", h)
 			}
 			if tc.ownerReplied {

@@ -232,7 +232,10 @@ func TestRunnerGuardsSurviveRestart(t *testing.T) {
 			t.Fatal(err)
 		}
 		h.runner.o.State = st
-		h.runner.o.Discover = func(context.Context, PlannerContext) executor.Result { discoveries++; return executor.Result{} }
+		h.runner.o.Discover = func(context.Context, PlannerContext) executor.Result {
+			discoveries++
+			return executor.Result{Delivered: true}
+		}
 		h.runner.o.DiscoveryHour = 9
 		h.runner.o.PlanSlots = slots
 		return h

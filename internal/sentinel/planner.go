@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"strings"
 
 	"github.com/raven-agent/raven/internal/llm"
@@ -141,7 +142,7 @@ func ParseDecision(resp *llm.Response) PlannerDecision {
 	}
 	for key, dst := range map[string]*string{
 		"reason": &d.Reason, "target_session": &d.TargetSession, "nudge_message": &d.NudgeMessage,
-		"spawn_task": &d.SpawnTask, "defer_condition": &d.DeferCondition, "topic": &d.Topic,
+		"spawn_task": &d.SpawnTask, "defer_condition": &d.DeferCondition, "topic": &d.Topic, "slot_id": &d.SlotID,
 	} {
 		s, ok := str(key)
 		if !ok {
@@ -149,21 +150,18 @@ func ParseDecision(resp *llm.Response) PlannerDecision {
 		}
 		*dst = s
 	}
-	pr, ok := str("priority")
-	if !ok {
-		return fail("priority is %T, want a string", args["priority"])
+	// A malformed priority or score lowers the decision instead of
+	// discarding it: the action and its message are what matter, and a
+	// low-priority, zero-confidence nudge still has to pass every policy
+	// layer.
+	if pr, ok := str("priority"); ok {
+		d.Priority = Priority(strings.ToLower(pr))
 	}
-	d.Priority = Priority(strings.ToLower(pr))
 	if !d.Priority.Valid() {
 		d.Priority = PriorityLow
 	}
-	switch v := args["proactivity_score"].(type) {
-	case float64:
+	if v, ok := args["proactivity_score"].(float64); ok && !math.IsNaN(v) {
 		d.ProactivityScore = min(max(v, 0), 1)
-	case nil:
-		return fail("proactivity_score missing")
-	default:
-		return fail("proactivity_score is %T, want a number", v)
 	}
 	return Guard(d)
 }

@@ -49,8 +49,11 @@ func TestPlannerDecide(t *testing.T) {
 		{name: "args null", resp: toolResp(`null`), wantAction: ActionSkip, wantReason: ReasonInvalid + ": tool arguments are not a JSON object"},
 		{name: "action wrong type", resp: toolResp(`{"action":3,"reason":"x","proactivity_score":0.5}`), wantAction: ActionSkip, wantReason: ReasonInvalid + ": action is float64"},
 		{name: "unknown action", resp: toolResp(`{"action":"email","reason":"x","proactivity_score":0.5}`), wantAction: ActionSkip, wantReason: ReasonInvalid + `: unknown action "email"`},
-		{name: "score wrong type", resp: toolResp(`{"action":"skip","reason":"x","proactivity_score":"high"}`), wantAction: ActionSkip, wantReason: ReasonInvalid + ": proactivity_score is string"},
-		{name: "score missing", resp: toolResp(`{"action":"skip","reason":"x"}`), wantAction: ActionSkip, wantReason: ReasonInvalid + ": proactivity_score missing"},
+		// The seed: a malformed priority or score lowers the decision (low, 0); it is not discarded.
+		{name: "score wrong type kept at 0", resp: toolResp(`{"action":"nudge","reason":"x","proactivity_score":"high","nudge_message":"hi","priority":"medium"}`), wantAction: ActionNudge, wantReason: "x", wantPrio: PriorityMedium, wantScore: 0},
+		{name: "score missing kept at 0", resp: toolResp(`{"action":"nudge","reason":"x","nudge_message":"hi","priority":"high"}`), wantAction: ActionNudge, wantReason: "x", wantPrio: PriorityHigh, wantScore: 0},
+		{name: "priority wrong type kept at low", resp: toolResp(`{"action":"nudge","reason":"x","proactivity_score":0.7,"nudge_message":"hi","priority":3}`), wantAction: ActionNudge, wantReason: "x", wantPrio: PriorityLow, wantScore: 0.7},
+		{name: "priority and score both malformed", resp: toolResp(`{"action":"nudge_inject","reason":"x","proactivity_score":null,"nudge_message":"hi","priority":["high"]}`), wantAction: ActionNudgeInject, wantReason: "x", wantPrio: PriorityLow, wantScore: 0},
 		{name: "message wrong type", resp: toolResp(`{"action":"nudge","reason":"x","proactivity_score":0.5,"nudge_message":["a"]}`), wantAction: ActionSkip, wantReason: ReasonInvalid + ": nudge_message is []interface {}"},
 		{name: "score clamped high", resp: toolResp(`{"action":"nudge","reason":"r","proactivity_score":7,"nudge_message":"hi","priority":"high"}`), wantAction: ActionNudge, wantReason: "r", wantPrio: PriorityHigh, wantScore: 1},
 		{name: "score clamped low", resp: toolResp(`{"action":"skip","reason":"r","proactivity_score":-2}`), wantAction: ActionSkip, wantReason: "r", wantPrio: PriorityLow, wantScore: 0},

@@ -7,6 +7,7 @@ import (
 
 	"github.com/raven-agent/raven/internal/llm"
 	"github.com/raven-agent/raven/internal/sentinel/policy"
+	"github.com/raven-agent/raven/internal/sentinel/textcut"
 )
 
 // PlannerToolName is the one tool the planner must call.
@@ -56,6 +57,7 @@ func PlannerTool() llm.Tool {
 				"spawn_task":        str("the self-contained task for spawn_agent"),
 				"defer_condition":   str("for nudge_defer: what settled means"),
 				"topic":             str("optional short topic tag, e.g. tax-return"),
+				"slot_id":           str("when the decision covers a planned deadline reminder listed as due now: its [id]"),
 			},
 			"required": []any{"action", "reason", "proactivity_score"},
 		},
@@ -102,7 +104,7 @@ func RenderContext(pc PlannerContext) string {
 	}
 
 	if len(pc.DueDeadlines) > 0 {
-		b.WriteString("\n# Planned deadline reminders due now (judge from history whether still needed)\n")
+		b.WriteString("\n# Planned deadline reminders due now (judge from history whether still needed; set slot_id to the [id] you act on)\n")
 		for _, s := range pc.DueDeadlines {
 			fmt.Fprintf(&b, "- [%s] %s (priority %s, until %s)\n", s.ID, s.Message, orLow(s.Priority), s.End.Format("15:04"))
 		}
@@ -192,16 +194,4 @@ func ago(now, t time.Time) string {
 }
 
 // oneLine flattens s to one line of at most n bytes (on a rune boundary).
-func oneLine(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if len(s) <= n {
-		return s
-	}
-	cut := n
-	for cut > 0 && !isRuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
-}
-
-func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
+func oneLine(s string, n int) string { return textcut.Line(s, n) }

@@ -78,10 +78,19 @@ type RunnerOptions struct {
 	// TrimFeedback runs once a day (the tracker's daily trim).
 	TrimFeedback func(ctx context.Context) error
 
-	// Discover runs the daily task discovery once a day from
-	// DiscoveryHour (local); nil disables it.
+	// Discover runs task discovery: once a day from DiscoveryHour (local)
+	// on the tick, and on demand (RunDiscovery). Nil disables both.
 	Discover      func(ctx context.Context, pc PlannerContext) executor.Result
 	DiscoveryHour int
+	// NoDailyDiscovery turns the daily run off (sentinel.discovery=false)
+	// while RunDiscovery still works.
+	NoDailyDiscovery bool
+	// DiscoveryRetry is the first backoff after a failed daily run
+	// (default DefaultDiscoveryRetry); it doubles per failure up to
+	// DefaultDiscoveryRetryMax, for at most DiscoveryAttempts runs a day
+	// (default DefaultDiscoveryAttempts).
+	DiscoveryRetry    time.Duration
+	DiscoveryAttempts int
 
 	// State persists the once-a-day guards (discovery, fired plan slots)
 	// in the shared state file, so a restart or a `raven sentinel tick`
@@ -110,6 +119,12 @@ const (
 	DefaultInterval       = 1800 * time.Second
 	DefaultDedupTTL       = 2 * time.Hour
 	DefaultFeedbackWindow = 7 * 24 * time.Hour
+	// A failed daily discovery (model down, menu denied, no session yet)
+	// is retried after 15m, 30m, 1h, 2h, 2h…, at most five runs a day:
+	// enough to ride out an outage, never a menu loop.
+	DefaultDiscoveryRetry    = 15 * time.Minute
+	DefaultDiscoveryRetryMax = 2 * time.Hour
+	DefaultDiscoveryAttempts = 5
 )
 
 // RunnerSection is the runner's section of state.json.
@@ -118,8 +133,15 @@ const RunnerSection = "runner"
 // runnerState is what must survive a restart: the day discovery last ran
 // and the plan slots fired today.
 type runnerState struct {
-	LastDiscovery string            `json:"last_discovery,omitempty"`
-	FiredSlots    map[string]string `json:"fired_slots,omitempty"` // slot ID -> local day
+	// LastDiscovery is the day a discovery last completed (delivered a
+	// menu or found nothing worth proposing).
+	LastDiscovery string `json:"last_discovery,omitempty"`
+	// DiscoveryDay, DiscoveryAttempts and DiscoveryNext track today's
+	// failed runs: how many, and when the next may start.
+	DiscoveryDay      string            `json:"discovery_day,omitempty"`
+	DiscoveryAttempts int               `json:"discovery_attempts,omitempty"`
+	DiscoveryNext     time.Time         `json:"discovery_next,omitzero"`
+	FiredSlots        map[string]string `json:"fired_slots,omitempty"` // slot ID -> local day
 }
 
 // Runner drives the Sentinel: assemble, fast paths, plan, route.
@@ -158,6 +180,12 @@ func NewRunner(opts RunnerOptions) (*Runner, error) {
 	}
 	if opts.FeedbackWindow <= 0 {
 		opts.FeedbackWindow = DefaultFeedbackWindow
+	}
+	if opts.DiscoveryRetry <= 0 {
+		opts.DiscoveryRetry = DefaultDiscoveryRetry
+	}
+	if opts.DiscoveryAttempts <= 0 {
+		opts.DiscoveryAttempts = DefaultDiscoveryAttempts
 	}
 	return &Runner{o: opts, clk: opts.Clock, log: opts.Logger}, nil
 }
@@ -212,8 +240,15 @@ func (r *Runner) TickWithContext(ctx context.Context, pc PlannerContext) (out Ti
 
 	d := r.o.Planner.Decide(ctx, pc)
 	d.At = now
+	var slotNote string
+	if d.SlotID != "" && !offered(pc.DueDeadlines, d.SlotID) {
+		slotNote = fmt.Sprintf("planner named slot %q, which was not offered; ignored", d.SlotID)
+		r.log.Warn("sentinel: planner named a plan slot that was not offered", "slot", d.SlotID)
+		d.SlotID = ""
+	}
 	if d.ProviderError && r.o.DeadlineFallback {
-		if fb, slot, ok := fallbackDeadline(pc.DueDeadlines); ok {
+		due := r.unsentDeadlines(ctx, pc, now)
+		if fb, slot, ok := fallbackDeadline(due); ok {
 			fb.At = now
 			r.log.Warn("sentinel: planner unavailable; firing high-priority deadline through the policy", "slot", slot.ID, "planner_reason", d.Reason)
 			r.o.Assembler.RememberLastDecision(fb)
@@ -227,6 +262,9 @@ func (r *Runner) TickWithContext(ctx context.Context, pc PlannerContext) (out Ti
 		}
 	}
 	out = r.route(ctx, d, pc)
+	if slotNote != "" {
+		out.Notes = append(out.Notes, slotNote)
+	}
 	r.settleDeadlines(ctx, &out, pc.DueDeadlines, now)
 	if d.Action == ActionSkip && !d.ProviderError {
 		r.skipSig, r.skipAt = contextSignature(pc), now
@@ -259,20 +297,31 @@ func (r *Runner) maintain(ctx context.Context, now time.Time) {
 }
 
 func (r *Runner) maybeDiscover(ctx context.Context, pc PlannerContext, now time.Time) {
-	if r.o.Discover == nil || now.Hour() < r.o.DiscoveryHour {
+	if r.o.Discover == nil || r.o.NoDailyDiscovery || now.Hour() < r.o.DiscoveryHour {
 		return
 	}
 	today := dayKey(now)
-	claimed := false
+	claimed, attempt := false, 0
+	// The claim sets the next retry time before the run, so a process
+	// that dies mid-run (or a peer ticking meanwhile) cannot start a
+	// second run at once.
 	if err := r.updateState(ctx, func(st *runnerState) bool {
 		if st.LastDiscovery == today {
 			return false
 		}
-		st.LastDiscovery, claimed = today, true
+		if st.DiscoveryDay != today {
+			st.DiscoveryDay, st.DiscoveryAttempts, st.DiscoveryNext = today, 0, time.Time{}
+		}
+		if st.DiscoveryAttempts >= r.o.DiscoveryAttempts || now.Before(st.DiscoveryNext) {
+			return false
+		}
+		st.DiscoveryAttempts++
+		attempt, claimed = st.DiscoveryAttempts, true
+		st.DiscoveryNext = now.Add(r.discoveryBackoff(attempt))
 		return true
 	}); err != nil {
-		// Without the guard a discovery could run twice today; skipping
-		// it until the state is readable again is the quieter failure.
+		// Without the guard a discovery could run twice; skipping it
+		// until the state is readable again is the quieter failure.
 		r.log.Warn("sentinel: discovery guard unavailable; discovery skipped", "err", err)
 		return
 	}
@@ -280,17 +329,64 @@ func (r *Runner) maybeDiscover(ctx context.Context, pc PlannerContext, now time.
 		return
 	}
 	res := r.o.Discover(ctx, pc)
-	r.log.Info("sentinel: task discovery ran", "delivered", res.Delivered, "layer", res.Verdict.Layer, "note", res.Note, "err", res.Error)
+	if discoveryDone(res) {
+		r.markDiscovered(ctx, today)
+		r.log.Info("sentinel: task discovery ran", "attempt", attempt, "delivered", res.Delivered, "note", res.Note)
+		return
+	}
+	msg := "sentinel: task discovery failed; retrying later today"
+	if attempt >= r.o.DiscoveryAttempts {
+		msg = "sentinel: task discovery failed; no more attempts today"
+	}
+	r.log.Warn(msg, "attempt", attempt, "of", r.o.DiscoveryAttempts, "retry_after", r.discoveryBackoff(attempt),
+		"layer", res.Verdict.Layer, "reason", res.Verdict.Reason, "err", res.Error)
 }
 
-// RunDiscovery runs task discovery now regardless of the daily guard.
+// discoveryDone reports whether a run settled the day: it delivered a
+// menu, or found nothing worth proposing. An error or a denied menu is
+// retried.
+func discoveryDone(res executor.Result) bool {
+	return res.Delivered || (res.Error == "" && res.Verdict.Layer == "" && res.Note != "")
+}
+
+func (r *Runner) discoveryBackoff(attempt int) time.Duration {
+	d, ceiling := r.o.DiscoveryRetry, max(DefaultDiscoveryRetryMax, r.o.DiscoveryRetry)
+	for i := 1; i < attempt && d < ceiling; i++ {
+		d *= 2
+	}
+	return min(d, ceiling)
+}
+
+func (r *Runner) markDiscovered(ctx context.Context, day string) {
+	if err := r.updateState(context.WithoutCancel(ctx), func(st *runnerState) bool {
+		st.LastDiscovery = day
+		return true
+	}); err != nil {
+		r.log.Warn("sentinel: discovery not recorded; it may run again today", "err", err)
+	}
+}
+
+// RunDiscovery runs task discovery now regardless of the daily guard (the
+// operator asked). A run that delivers a menu counts as today's, so the
+// daily one does not send a second.
 func (r *Runner) RunDiscovery(ctx context.Context) executor.Result {
 	if r.o.Discover == nil {
-		return executor.Result{Error: "task discovery is not configured"}
+		return executor.Result{Error: "task discovery is not configured (it needs a model)"}
 	}
 	r.tickMu.Lock()
 	defer r.tickMu.Unlock()
-	return r.o.Discover(ctx, r.o.Assembler.Assemble(ctx))
+	res := r.o.Discover(ctx, r.o.Assembler.Assemble(ctx))
+	if res.Delivered {
+		r.markDiscovered(ctx, dayKey(r.clk.Now()))
+	}
+	// Logged here because a gateway runs it from a trigger, where nobody
+	// else sees the result.
+	if res.Delivered || (res.Error == "" && res.Verdict.Layer == "") {
+		r.log.Info("sentinel: task discovery run on request", "delivered", res.Delivered, "nudge_id", res.NudgeID, "note", res.Note)
+	} else {
+		r.log.Warn("sentinel: task discovery run on request did not deliver", "layer", res.Verdict.Layer, "reason", res.Verdict.Reason, "err", res.Error)
+	}
+	return res
 }
 
 func dayKey(t time.Time) string { return t.Format("2006-01-02") }
@@ -397,8 +493,33 @@ func slotDecision(s PlanSlot, reason string) PlannerDecision {
 	}
 	return PlannerDecision{
 		Action: ActionNudge, Reason: reason, Priority: orLow(s.Priority), ProactivityScore: 1,
-		TargetSession: s.TargetSession, NudgeMessage: s.Message, Topic: topic,
+		TargetSession: s.TargetSession, NudgeMessage: s.Message, Topic: topic, SlotID: s.ID,
 	}
+}
+
+// unsentDeadlines drops the due deadline slots whose topic already fired
+// today — the planner reminded about it before the slot opened, or a cron
+// job did — and marks them fired, so the outage fallback never repeats a
+// reminder the owner already has.
+func (r *Runner) unsentDeadlines(ctx context.Context, pc PlannerContext, now time.Time) []PlanSlot {
+	var out []PlanSlot
+	for _, s := range pc.DueDeadlines {
+		if topicFiredToday(pc.FireHistory, s, now) {
+			r.markFired(ctx, now, s.ID)
+			continue
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+func topicFiredToday(hist map[string]policy.TopicHistory, s PlanSlot, now time.Time) bool {
+	for _, t := range []string{s.ID, s.Topic, policy.DeriveTopic(s.Message)} {
+		if h, ok := hist[t]; ok && t != "" && !h.LastFired.IsZero() && dayKey(h.LastFired.In(now.Location())) == dayKey(now) {
+			return true
+		}
+	}
+	return false
 }
 
 // fallbackDeadline picks a due high-priority deadline slot. Only those may
@@ -416,14 +537,44 @@ func fallbackDeadline(due []PlanSlot) (PlannerDecision, PlanSlot, bool) {
 // about due deadlines this tick did not deliver.
 func (r *Runner) settleDeadlines(ctx context.Context, out *TickOutcome, due []PlanSlot, now time.Time) {
 	for _, s := range due {
-		acted := out.Decision.Topic != "" && (out.Decision.Topic == s.ID || out.Decision.Topic == s.Topic)
-		if acted && (out.Delivered() || (out.Result != nil && out.Result.Queued)) {
+		if actsOn(out.Decision, s) && (out.Delivered() || (out.Result != nil && out.Result.Queued)) {
 			r.markFired(ctx, now, s.ID)
 			continue
 		}
 		r.log.Warn("sentinel: due deadline not fired this tick", "slot", s.ID, "priority", s.Priority, "until", s.End, "action", out.Decision.Action, "reason", out.Decision.Reason)
 		out.Notes = append(out.Notes, "due deadline not fired: "+s.ID)
 	}
+}
+
+// offered reports whether id is one of the due slots shown to the planner.
+func offered(due []PlanSlot, id string) bool {
+	for _, s := range due {
+		if s.ID == id {
+			return true
+		}
+	}
+	return false
+}
+
+// actsOn reports whether d covers slot s: it names the slot, or it is on
+// the slot's topic as the policy tags it (explicit, or derived from the
+// message the same way the policy derives it).
+func actsOn(d PlannerDecision, s PlanSlot) bool {
+	if d.SlotID != "" {
+		return d.SlotID == s.ID
+	}
+	if !d.Action.IsNudge() && d.Action != ActionSpawnAgent {
+		return false
+	}
+	topic := d.Topic
+	if topic == "" {
+		content := d.NudgeMessage
+		if d.Action == ActionSpawnAgent {
+			content = d.SpawnTask
+		}
+		topic = policy.DeriveTopic(content)
+	}
+	return topic == s.ID || (s.Topic != "" && topic == s.Topic) || topic == policy.DeriveTopic(s.Message)
 }
 
 // fastPath returns a skip that makes the planner call pointless.
@@ -529,8 +680,10 @@ func (r *Runner) route(ctx context.Context, d PlannerDecision, pc PlannerContext
 }
 
 // Start runs the tick loop and the defer loop until ctx ends or Stop is
-// called. Operator triggers are drained by the gateway, which calls
-// TickOnce and RunDiscovery.
+// called. The first tick runs at once: a fresh start must not wait a whole
+// interval (30 minutes by default) before the Sentinel looks at anything.
+// Operator triggers are drained by the gateway, which calls TickOnce and
+// RunDiscovery.
 func (r *Runner) Start(ctx context.Context) {
 	r.loopMu.Lock()
 	defer r.loopMu.Unlock()
@@ -542,8 +695,11 @@ func (r *Runner) Start(ctx context.Context) {
 	r.wg.Add(1)
 	go func() {
 		defer r.wg.Done()
-		for clock.Sleep(ctx, r.clk, r.o.Interval) == nil {
+		for {
 			r.TickOnce(ctx)
+			if clock.Sleep(ctx, r.clk, r.o.Interval) != nil {
+				return
+			}
 		}
 	}()
 	if r.o.Defer != nil {

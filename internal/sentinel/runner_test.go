@@ -53,6 +53,12 @@ type scriptedDecider struct {
 	panic bool
 }
 
+func (s *scriptedDecider) count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.calls
+}
+
 func (s *scriptedDecider) Decide(context.Context, PlannerContext) PlannerDecision {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -359,13 +365,24 @@ func TestRunnerRetunesAndTrimsDaily(t *testing.T) {
 
 func TestRunnerLoop(t *testing.T) {
 	dec := &scriptedDecider{ds: []PlannerDecision{skipDecision()}}
-	h := newHarness(t, dec, func(o *RunnerOptions) { o.Interval = 10 * time.Minute })
+	ticks := make(chan TickRecord, 4)
+	h := newHarness(t, dec, func(o *RunnerOptions) {
+		o.Interval = 10 * time.Minute
+		o.OnTick = func(r TickRecord) { ticks <- r }
+	})
 	h.runner.Start(context.Background())
-	h.clk.BlockUntil(2) // tick loop, defer loop
+	t.Cleanup(h.runner.Stop)
+	if r := <-ticks; !r.Time.Equal(h.clk.Now()) {
+		t.Fatalf("first tick at %v, want at start (%v)", r.Time, h.clk.Now())
+	}
+	h.clk.BlockUntil(2) // tick loop and defer loop asleep
+	start := h.clk.Now()
 	h.clk.Advance(10 * time.Minute)
-	h.clk.BlockUntil(2) // the tick ran and the loop sleeps again
-	if dec.calls != 1 {
-		t.Fatalf("planner calls %d after one interval", dec.calls)
+	if r := <-ticks; !r.Time.Equal(start.Add(10 * time.Minute)) {
+		t.Fatalf("second tick at %v, want one interval later", r.Time)
+	}
+	if n := dec.count(); n != 1 {
+		t.Fatalf("planner calls %d, want 1 (the second tick is an unchanged-context skip)", n)
 	}
 	h.runner.Stop()
 	if _, err := os.Stat(filepath.Join(h.dir, "ticks.jsonl")); err != nil {

@@ -98,7 +98,10 @@ type System struct {
 	// Behaviors is nil unless sentinel.behaviors.enabled, a model and a
 	// message source are all present.
 	Behaviors *predictor.BehaviorsExtractor
-	Runner    *Runner
+	// Preferences learns preferences.json entries from dismissals; it runs
+	// on every dismissal RecordVerdict records.
+	Preferences *PreferenceLearner
+	Runner      *Runner
 
 	log         *slog.Logger
 	onDelivered executor.DeliveredFunc
@@ -217,9 +220,14 @@ func NewSystem(o SystemOptions) (*System, error) {
 			}
 		}
 	}
+	if s.Preferences, err = NewPreferenceLearner(PreferenceLearnerOptions{Path: o.Paths.Preferences(), Feedback: s.Feedback, Policy: cfg.Policy, Clock: o.Clock, Logger: log}); err != nil {
+		return nil, err
+	}
 	s.Planner = NewPlanner(o.Provider, o.Model, log)
+	// Discovery is part of the Sentinel: wherever a model is configured it
+	// can run on demand; sentinel.discovery only switches the daily run off.
 	var discover func(context.Context, PlannerContext) executor.Result
-	if cfg.Discovery && o.Provider != nil {
+	if o.Provider != nil {
 		s.Discoverer = &TaskDiscoverer{Provider: o.Provider, Model: o.Model, Store: s.Pending, Dispatcher: s.Dispatcher, MaxOptions: cfg.DiscoveryOptions, Logger: log}
 		discover = s.Discoverer.Discover
 	}
@@ -229,7 +237,7 @@ func NewSystem(o SystemOptions) (*System, error) {
 		Feedback: s.Feedback, Tuner: pol, FeedbackWindow: cfg.FeedbackWindow.D(),
 		TrimFeedback: func(ctx context.Context) error { _, err := s.Feedback.MaybeTrim(ctx); return err },
 		Refresh:      refresh,
-		Discover:     discover, DiscoveryHour: cfg.DiscoveryHour,
+		Discover:     discover, DiscoveryHour: cfg.DiscoveryHour, NoDailyDiscovery: !cfg.Discovery,
 		TickLogPath: o.Paths.TickLog(), OnTick: o.OnTick, Interval: cfg.Interval.D(), DedupTTL: cfg.DedupTTL.D(), Clock: o.Clock, Logger: log,
 	})
 	if err != nil {
@@ -274,6 +282,12 @@ func (s *System) RecordVerdict(ctx context.Context, nudgeID, verdict, session, r
 	}
 	if err := s.Policy.RecordOutcome(ctx, rec.NudgeID, verdict); err != nil {
 		return rec, fmt.Errorf("sentinel: %s on %s logged, but the policy was not updated: %w", verdict, nudgeID, err)
+	}
+	if verdict == feedback.EventDismissed {
+		// A failed learn costs nothing but the lesson; the verdict stands.
+		if _, err := s.Preferences.Learn(ctx); err != nil {
+			s.log.Warn("sentinel: preferences not learned", "err", err)
+		}
 	}
 	return rec, nil
 }

@@ -4,10 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"github.com/raven-agent/raven/internal/memory"
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/raven-agent/raven/internal/memory"
 )
 
 // TickRecord is one line of sentinel/ticks.jsonl, read by
@@ -21,6 +22,7 @@ type TickRecord struct {
 	Route         string    `json:"route"`
 	Message       string    `json:"message,omitempty"`
 	Target        string    `json:"target,omitempty"`
+	Slot          string    `json:"slot,omitempty"`    // the plan slot acted on
 	Allowed       *bool     `json:"allowed,omitempty"` // nil: the policy was not asked
 	Layer         string    `json:"layer,omitempty"`
 	VerdictReason string    `json:"verdict_reason,omitempty"`
@@ -37,7 +39,7 @@ func (o TickOutcome) Record() TickRecord {
 	rec := TickRecord{
 		Time: d.At, Action: d.Action, Reason: d.Reason, Priority: d.Priority, Score: d.ProactivityScore,
 		Route: o.Route, Message: firstNonEmpty(d.NudgeMessage, d.SpawnTask), Target: d.TargetSession,
-		NudgeID: o.NudgeID, Notes: o.Notes,
+		Slot: d.SlotID, NudgeID: o.NudgeID, Notes: o.Notes,
 	}
 	if o.Verdict != nil {
 		allowed := o.Verdict.Allow

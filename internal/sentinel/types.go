@@ -73,6 +73,11 @@ type PlannerDecision struct {
 	DeferCondition string `json:"defer_condition,omitempty"`
 	// Topic is the policy topic tag; empty lets the policy derive it.
 	Topic string `json:"topic,omitempty"`
+	// SlotID names the planned deadline slot (PlannerContext.DueDeadlines)
+	// the decision acts on, so the outage fallback never repeats a
+	// reminder the planner already sent. The runner drops an ID it did
+	// not offer.
+	SlotID string `json:"slot_id,omitempty"`
 	// Raw is the tool-call arguments exactly as the model produced them.
 	Raw json.RawMessage `json:"raw,omitempty"`
 	// ProviderError marks a skip caused by the model being unreachable or

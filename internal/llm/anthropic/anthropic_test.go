@@ -314,3 +314,23 @@ func TestNewValidates(t *testing.T) {
 		}
 	}
 }
+
+// NoReasoning (the Sentinel planner) sends thinking disabled explicitly:
+// what a model does when thinking is omitted depends on the model.
+func TestChatNoReasoningDisablesThinking(t *testing.T) {
+	for _, no := range []bool{true, false} {
+		srv := llmtest.NewReplay(t, llmtest.Step{File: "testdata/message_text.json"})
+		p := newProvider(t, srv.URL)
+		if _, err := p.Chat(context.Background(), llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}}, NoReasoning: no}); err != nil {
+			t.Fatal(err)
+		}
+		got, ok := body(t, srv.Requests()[0])["thinking"]
+		if !no {
+			if ok {
+				t.Fatalf("thinking %s sent without NoReasoning", got)
+			}
+			continue
+		}
+		jsonEq(t, "thinking", got, `{"type":"disabled"}`)
+	}
+}

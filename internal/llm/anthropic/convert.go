@@ -33,7 +33,11 @@ func (p *Provider) params(req llm.Request) (anth.MessageNewParams, error) {
 	if len(req.Tools) > 0 {
 		params.ToolChoice = toToolChoice(req.ToolChoice)
 	}
-	// NoReasoning needs nothing: extended thinking is never enabled.
+	// What a model does when thinking is omitted depends on the model, so
+	// "no reasoning" says so explicitly.
+	if req.NoReasoning {
+		params.Thinking = anth.ThinkingConfigParamUnion{OfDisabled: &anth.ThinkingConfigDisabledParam{}}
+	}
 	return params, nil
 }
 

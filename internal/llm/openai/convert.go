@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	oai "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/packages/param"
@@ -39,9 +40,29 @@ func (p *Provider) params(req llm.Request) (oai.ChatCompletionNewParams, error) 
 	if req.Temperature != nil {
 		params.Temperature = param.NewOpt(*req.Temperature)
 	}
-	// NoReasoning needs nothing: reasoning_effort is never sent, and sending
-	// it to a non-reasoning model is an error on several servers.
+	// reasoning_effort goes only to OpenAI's own reasoning models: sending
+	// it to any other model is an error on several servers.
+	if req.NoReasoning && p.completionTokens {
+		if e := lowestEffort(model); e != "" {
+			params.ReasoningEffort = e
+		}
+	}
 	return params, nil
+}
+
+// lowestEffort is the least reasoning each OpenAI reasoning family accepts
+// ("" for a model that does not reason): gpt-5.1 and later can turn it
+// off, gpt-5 goes down to minimal, the o-series to low.
+func lowestEffort(model string) shared.ReasoningEffort {
+	switch {
+	case strings.HasPrefix(model, "gpt-5."):
+		return shared.ReasoningEffortNone
+	case model == "gpt-5" || strings.HasPrefix(model, "gpt-5-"):
+		return shared.ReasoningEffortMinimal
+	case len(model) >= 2 && model[0] == 'o' && model[1] >= '1' && model[1] <= '9':
+		return shared.ReasoningEffortLow
+	}
+	return ""
 }
 
 func toMessages(in []llm.Message) ([]oai.ChatCompletionMessageParamUnion, error) {

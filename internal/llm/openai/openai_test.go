@@ -370,3 +370,53 @@ func (r redirect) RoundTrip(req *http.Request) (*http.Response, error) {
 	out.URL, out.Host = &u, ""
 	return r.tr.RoundTrip(out)
 }
+
+// NoReasoning (the Sentinel planner) turns reasoning down as far as each
+// OpenAI reasoning model allows; other models and servers get no
+// reasoning_effort at all, which they would reject.
+func TestChatNoReasoningOnOpenAI(t *testing.T) {
+	tests := []struct {
+		model, base string
+		noReasoning bool
+		want        string // "" = not sent
+	}{
+		{model: "o4-mini", noReasoning: true, want: `"low"`},
+		{model: "o3", noReasoning: true, want: `"low"`},
+		{model: "gpt-5-mini", noReasoning: true, want: `"minimal"`},
+		{model: "gpt-5.1", noReasoning: true, want: `"none"`},
+		{model: "gpt-4o-mini", noReasoning: true},
+		{model: "o4-mini"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.model, func(t *testing.T) {
+			srv := llmtest.NewReplay(t, llmtest.Step{File: "testdata/chat_text.json"})
+			tr := &http.Transport{}
+			t.Cleanup(tr.CloseIdleConnections)
+			p, err := openai.New(openai.Config{Model: tc.model, APIKey: "sk-test", HTTPClient: &http.Client{Transport: redirect{to: srv.URL, tr: tr}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := p.Chat(context.Background(), llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}}, NoReasoning: tc.noReasoning}); err != nil {
+				t.Fatal(err)
+			}
+			b := body(t, srv.Requests()[0])
+			got, ok := b["reasoning_effort"]
+			if tc.want == "" {
+				if ok {
+					t.Fatalf("reasoning_effort %s sent", got)
+				}
+				return
+			}
+			jsonEq(t, "reasoning_effort", got, tc.want)
+		})
+	}
+	// A local OpenAI-compatible server never gets it, whatever the model name.
+	srv := llmtest.NewReplay(t, llmtest.Step{File: "testdata/chat_text.json"})
+	p := newProvider(t, srv.URL)
+	if _, err := p.Chat(context.Background(), llm.Request{Model: "o4-mini", Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}}, NoReasoning: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := body(t, srv.Requests()[0])["reasoning_effort"]; ok {
+		t.Fatal("reasoning_effort sent to a local server")
+	}
+}

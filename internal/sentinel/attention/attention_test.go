@@ -276,3 +276,33 @@ func BenchmarkUpdateCold(b *testing.B) {
 		}
 	}
 }
+
+// A session that is Raven's own (cron, heartbeat, subagent, sentinel) or
+// whose last "user" message is a prompt Raven wrote is not an open loop.
+func TestOpenLoopsIgnoreRavensOwnSessions(t *testing.T) {
+	asked := t0.Add(-time.Hour)
+	tests := []struct {
+		name string
+		s    Session
+		open bool
+	}{
+		{"owner question", Session{Key: "telegram:1", LastUser: "did the parcel arrive?", LastUserAt: asked, LastActive: asked}, true},
+		{"cron conversation", Session{Key: "cron:j-1", LastUser: "is the build green?", LastUserAt: asked, LastActive: asked}, false},
+		{"heartbeat conversation", Session{Key: "heartbeat:main", LastUser: "any tasks?", LastUserAt: asked, LastActive: asked}, false},
+		{"subagent conversation", Session{Key: "subagent:s1", LastUser: "trains?", LastUserAt: asked, LastActive: asked}, false},
+		{"sentinel conversation", Session{Key: "sentinel:x", LastUser: "trains?", LastUserAt: asked, LastActive: asked}, false},
+		{"cron prompt in an owner session", Session{Key: "telegram:1", LastUser: "[Scheduled job \"x\" (j-1), due 2025-03-12T09:00:00Z]\nready?", LastUserAt: asked, LastActive: asked}, false},
+		{"heartbeat prompt in an owner session", Session{Key: "telegram:1", LastUser: "[Heartbeat] A task is due now. Done?", LastUserAt: asked, LastActive: asked}, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := OpenLoops{}.Produce(context.Background(), Input{Now: t0, Location: time.UTC, Sessions: []Session{tc.s}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if open := got != ""; open != tc.open {
+				t.Fatalf("open=%v, want %v:\n%s", open, tc.open, got)
+			}
+		})
+	}
+}

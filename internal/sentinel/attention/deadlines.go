@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/raven-agent/raven/internal/sentinel/textcut"
 )
 
 // Deadlines lists dated lines of MEMORY.md and the HISTORY.md tail that fall
@@ -28,7 +30,7 @@ var (
 	// historyPrefix is memory.AppendHistory's "- <RFC3339> [conv] role: ":
 	// the log's own timestamp is not a deadline, and dropping the role lets
 	// the owner's line and the assistant's echo of it collapse into one.
-	historyPrefix = regexp.MustCompile(`^\s*[-*]?\s*\d{4}-\d{2}-\d{2}T[0-9:.]+(?:Z|[+-]\d{2}:\d{2})\s+(?:\[[^\]]*\]\s+)?(?:(?:user|assistant|system|tool):\s+)?`)
+	historyPrefix = regexp.MustCompile(`^\s*[-*]?\s*\d{4}-\d{2}-\d{2}T[0-9:.]+(?:Z|[+-]\d{2}:\d{2})\s+(?:\[[^\]]*\]\s+)?(?:(?:user|assistant|answer|system|tool):\s+)?`)
 )
 
 const lineMax = 160
@@ -91,6 +93,9 @@ func (d Deadlines) Items(in Input) []Item {
 	scan := func(text, source string, strip bool) {
 		for line := range strings.SplitSeq(text, "\n") {
 			if strip {
+				if systemHistoryLine(line) {
+					continue
+				}
 				line = historyPrefix.ReplaceAllString(line, "")
 			}
 			line = strings.Join(strings.Fields(strings.TrimLeft(strings.TrimSpace(line), "-*# ")), " ")
@@ -172,12 +177,4 @@ func relDay(today, day time.Time) string {
 	return fmt.Sprintf("in %d days", n)
 }
 
-func cut(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && (s[n]&0xC0) == 0x80 {
-		n--
-	}
-	return s[:n] + "…"
-}
+func cut(s string, n int) string { return textcut.Cut(s, n) }

@@ -48,7 +48,7 @@ func (o OpenLoops) Produce(_ context.Context, in Input) (string, error) {
 	}
 	var qs []loop
 	for _, s := range in.Sessions {
-		if s.LastUserAt.IsZero() || s.LastUserAt.Before(s.LastActive) || !strings.Contains(s.LastUser, "?") {
+		if s.LastUserAt.IsZero() || s.LastUserAt.Before(s.LastActive) || !strings.Contains(s.LastUser, "?") || systemSession(s) {
 			continue
 		}
 		age := in.Now.Sub(s.LastUserAt)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/raven-agent/raven/internal/sentinel/textcut"
 	"github.com/raven-agent/raven/internal/spine"
 	"github.com/raven-agent/raven/internal/strictjson"
 	"github.com/raven-agent/raven/internal/tools"
@@ -96,7 +97,7 @@ func (t *Tool) Run(ctx context.Context, args json.RawMessage) (string, error) {
 	case a.NudgeID == "" || len(a.NudgeID) > 128:
 		return "", fmt.Errorf("%w: nudge_id is required", ErrBadArgs)
 	case len(a.Reason) > maxReason:
-		a.Reason = a.Reason[:maxReason]
+		a.Reason = textcut.Prefix(a.Reason, maxReason)
 	}
 	rec, err := t.rec.RecordVerdict(ctx, a.NudgeID, a.Verdict, turnSession(ctx), a.Reason)
 	if errors.Is(err, ErrUnknownNudge) {

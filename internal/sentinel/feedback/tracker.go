@@ -13,9 +13,9 @@ import (
 	"path/filepath"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/raven-agent/raven/internal/clock"
+	"github.com/raven-agent/raven/internal/sentinel/textcut"
 	"github.com/raven-agent/raven/internal/statefile"
 )
 
@@ -132,13 +132,7 @@ func (t *Tracker) Append(ctx context.Context, rec Record) error {
 	if rec.Time.IsZero() {
 		rec.Time = t.clk.Now()
 	}
-	if len(rec.Content) > MaxContent {
-		cut := MaxContent
-		for cut > 0 && !utf8.RuneStart(rec.Content[cut]) {
-			cut--
-		}
-		rec.Content = rec.Content[:cut] + "…"
-	}
+	rec.Content = textcut.Cut(rec.Content, MaxContent)
 	rec.Time = rec.Time.UTC()
 	line, err := json.Marshal(rec)
 	if err != nil {
@@ -326,6 +320,41 @@ func (t *Tracker) Nudges(n int) ([]NudgeSummary, error) {
 		}
 		out = append(out, s)
 		return len(out) < n
+	})
+	return out, err
+}
+
+// NudgesSince returns the nudges dispatched since t, newest first, each
+// with its latest verdict. It reads the file backwards and stops at the
+// first record a minute older than t (lines from several processes may be
+// slightly out of order) or after maxBytes (0: the tracker's
+// MaxTailBytes), so its cost is bounded by the window, not the file.
+func (t *Tracker) NudgesSince(since time.Time, maxBytes int64) ([]NudgeSummary, error) {
+	if maxBytes <= 0 {
+		maxBytes = t.opts.MaxTailBytes
+	}
+	stop := since.Add(-time.Minute)
+	out := []NudgeSummary{}
+	latest := map[string]Record{}
+	err := t.scanBack(maxBytes, func(r Record) bool {
+		if r.Time.Before(stop) {
+			return false
+		}
+		if r.Event != EventDispatched {
+			if _, seen := latest[r.NudgeID]; !seen {
+				latest[r.NudgeID] = r
+			}
+			return true
+		}
+		if r.Time.Before(since) {
+			return true
+		}
+		s := NudgeSummary{Record: r}
+		if v, ok := latest[r.NudgeID]; ok {
+			s.Verdict, s.VerdictAt, s.VerdictReason = v.Event, v.Time, v.Reason
+		}
+		out = append(out, s)
+		return true
 	})
 	return out, err
 }

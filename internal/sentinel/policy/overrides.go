@@ -29,7 +29,13 @@ type Overrides struct {
 	DismissalCooldown *Duration   `json:"dismissal_cooldown,omitempty"`
 	DedupWindow       *Duration   `json:"dedup_window,omitempty"`
 	WeekendFactor     *float64    `json:"weekend_factor,omitempty"`
+	// MutedTopics are topic tags (as DeriveTopic makes them, or a
+	// decision's explicit topic) the owner does not want nudges about.
+	MutedTopics []string `json:"muted_topics,omitempty"`
 }
+
+// LayerPreferences denies a request on a topic muted in preferences.json.
+const LayerPreferences = "preferences"
 
 func (o *Overrides) validate() error {
 	for _, q := range []*int{o.DayQuota, o.HourQuota, o.SpawnDayQuota, o.SpawnHourQuota, o.TopicHourQuota, o.TopicDayQuota, o.TopicWeekQuota} {
@@ -45,7 +51,32 @@ func (o *Overrides) validate() error {
 	if o.WeekendFactor != nil && (*o.WeekendFactor <= 0 || *o.WeekendFactor > 1) {
 		return errors.New("weekend_factor must be in (0,1]")
 	}
+	for _, t := range o.MutedTopics {
+		if t == "" || len(t) > maxTopic {
+			return fmt.Errorf("muted_topics: %q must be 1..%d bytes", t, maxTopic)
+		}
+	}
 	return nil
+}
+
+// mutedTopic denies req when its topic (explicit, or derived from its
+// content the way the ledger tags it) is muted. It allocates nothing.
+func mutedTopic(ov *Overrides, req Request) (Verdict, bool) {
+	if ov == nil || len(ov.MutedTopics) == 0 {
+		return Verdict{}, false
+	}
+	var buf [maxTopic + 8]byte
+	tag := req.Topic
+	var derived []byte
+	if tag == "" {
+		derived = appendTopic(buf[:0], req.Content)
+	}
+	for _, m := range ov.MutedTopics {
+		if (tag != "" && m == tag) || (tag == "" && m == string(derived)) {
+			return Verdict{Layer: LayerPreferences, Reason: "topic " + m + " is muted in preferences"}, true
+		}
+	}
+	return Verdict{}, false
 }
 
 // limits are the effective numbers for one Check: Config tightened by

@@ -264,6 +264,10 @@ func (p *Policy) checkLocked(req Request, ov *Overrides, now time.Time) Verdict 
 			return Verdict{Layer: LayerPersonaDND, Reason: "inside do-not-disturb window " + w.Name + " " + w.String()}
 		}
 	}
+	// 3b. topics the owner muted (preferences.json); no bypass.
+	if v, ok := mutedTopic(ov, req); ok {
+		return v
+	}
 	// 4. per-day quota (hard cap, own line for spawn).
 	times, dayQ := l.nudgeTimes, lim.dayQuota
 	if isSpawn(req.Action) {

@@ -654,3 +654,19 @@ func TestPersistsAcrossRestartAndCorruptState(t *testing.T) {
 		t.Fatalf("corrupt file not moved aside: %v", matches)
 	}
 }
+
+// A cron job's message and the planner's rephrasing of it share a tag: a
+// relative time says when, not what, and a hyphenated word is one keyword.
+func TestDeriveTopicRephrasings(t *testing.T) {
+	tests := []struct{ a, b, want string }{
+		{"Stand-up in 5", "Reminder: stand-up in 5 minutes", "standup"},
+		{"standup in 10 mins", "Stand-up in 5", "standup"},
+		{"Follow-up with Anna in 2 hours", "follow-up with anna", "anna-followup"},
+		{"pay rent - today", "Pay rent", "pay-rent"},
+	}
+	for _, tc := range tests {
+		if a, b := DeriveTopic(tc.a), DeriveTopic(tc.b); a != tc.want || b != tc.want {
+			t.Errorf("DeriveTopic(%q) = %q, DeriveTopic(%q) = %q, want %q", tc.a, a, tc.b, b, tc.want)
+		}
+	}
+}

@@ -71,6 +71,21 @@ var stopwords = map[string]struct{}{
 	"today": {}, "tomorrow": {}, "tonight": {}, "now": {}, "soon": {}, "later": {}, "still": {}, "want": {},
 	"need": {}, "should": {}, "would": {}, "could": {}, "maybe": {}, "also": {}, "quick": {}, "time": {},
 	"yet": {}, "let": {}, "get": {}, "got": {}, "youre": {}, "ive": {}, "off": {}, "via": {}, "per": {},
+	// Units of a relative time ("in 5 minutes") say when, not what.
+	"sec": {}, "secs": {}, "second": {}, "seconds": {}, "min": {}, "mins": {}, "minute": {}, "minutes": {},
+	"hour": {}, "hours": {}, "hrs": {}, "day": {}, "days": {}, "week": {}, "weeks": {},
+}
+
+// joiner reports whether content[i] joins the word around it: an
+// apostrophe, or a hyphen followed by a word byte.
+func joiner(content string, i int) bool {
+	switch content[i] {
+	case '\'':
+		return true
+	case '-':
+		return i+1 < len(content) && isWordByte(content[i+1])
+	}
+	return false
 }
 
 // appendTopic appends the topic tag of content to dst: up to three
@@ -85,7 +100,9 @@ func appendTopic(dst []byte, content string) []byte {
 			i++
 		}
 		start := i
-		for i < len(content) && (isWordByte(content[i]) || content[i] == '\'') {
+		// An apostrophe or an inner hyphen joins: "stand-up" and "standup",
+		// "don't" and "dont" are one keyword.
+		for i < len(content) && (isWordByte(content[i]) || joiner(content, i)) {
 			i++
 		}
 		w := content[start:i]
@@ -94,7 +111,7 @@ func appendTopic(dst []byte, content string) []byte {
 		}
 		k := 0
 		for j := 0; j < len(w); j++ {
-			if w[j] != '\'' {
+			if w[j] != '\'' && w[j] != '-' {
 				lower[n][k] = lowerASCII(w[j])
 				k++
 			}

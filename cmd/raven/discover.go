@@ -1,0 +1,116 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/raven-agent/raven/internal/clock"
+	"github.com/raven-agent/raven/internal/config"
+	"github.com/raven-agent/raven/internal/sentinel/executor"
+	"github.com/raven-agent/raven/internal/statefile"
+	"github.com/raven-agent/raven/internal/wake"
+)
+
+// discoverResult is what `raven sentinel discover --json` prints.
+type discoverResult struct {
+	// Via is "gateway" (a trigger was queued for the running gateway) or
+	// "local" (discovery ran in this process).
+	Via       string           `json:"via"`
+	TriggerID string           `json:"trigger_id,omitempty"`
+	Result    *executor.Result `json:"result,omitempty"`
+}
+
+func newSentinelDiscoverCmd(g *globals) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "discover",
+		Short: "Run task discovery now: through the running gateway when there is one, else in this process",
+		Long: "Asks the model for today's menu of things Raven could do and offers it where nudges go, through\n" +
+			"the nudge policy like the daily run. With a gateway running, the request is queued for it\n" +
+			"(sentinel/triggers.json) and the gateway delivers the menu on its channels; without one, discovery\n" +
+			"runs here and only a terminal (cli) session can receive the menu. Runs even when\n" +
+			"sentinel.discovery (the daily run) is off.",
+		Args: exactArgs(0),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			out := cmd.OutOrStdout()
+			p, cfg, err := g.loadConfig()
+			if err != nil {
+				return err
+			}
+			if pid, running := gatewayRunning(p); running {
+				st := wake.NewTriggerStore(p.Triggers(), clock.Real(), quietLogger(cmd.ErrOrStderr(), cfg))
+				t, err := st.Add(cmd.Context(), wake.TriggerDiscovery, "raven sentinel discover")
+				var ce *wake.CorruptError
+				if errors.As(err, &ce) {
+					fmt.Fprintf(cmd.ErrOrStderr(), "warning: %v\n", ce)
+					t, err = st.Add(cmd.Context(), wake.TriggerDiscovery, "raven sentinel discover")
+				}
+				if err != nil {
+					return err
+				}
+				if asJSON || g.json {
+					return printJSON(out, discoverResult{Via: "gateway", TriggerID: t.ID})
+				}
+				fmt.Fprintf(out, "discovery requested (%s); the running gateway (pid %s) runs it within seconds and offers the menu on its channels\n", t.ID, pid)
+				return nil
+			}
+			sys, _, done, err := sentinelEnv(g, out, true)
+			if err != nil {
+				return err
+			}
+			defer done()
+			if sys.Discoverer == nil {
+				return errors.New("no model configured: task discovery needs one (set \"model\" or sentinel.planner_model)")
+			}
+			res := sys.Runner.RunDiscovery(cmd.Context())
+			if asJSON || g.json {
+				if err := printJSON(out, discoverResult{Via: "local", Result: &res}); err != nil {
+					return err
+				}
+			} else {
+				printDiscovery(out, res)
+			}
+			if res.Error != "" {
+				return errors.New(res.Error)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
+	return cmd
+}
+
+func printDiscovery(w io.Writer, res executor.Result) {
+	switch {
+	case res.Delivered:
+		fmt.Fprintf(w, "menu delivered (nudge %s); reply with a number to pick\n", res.NudgeID)
+	case res.Verdict.Layer != "":
+		fmt.Fprintf(w, "menu not delivered: denied by %s: %s\n", res.Verdict.Layer, res.Verdict.Reason)
+	case res.Error != "":
+		fmt.Fprintf(w, "discovery failed: %s\n", res.Error)
+	default:
+		fmt.Fprintf(w, "no menu: %s\n", res.Note)
+	}
+}
+
+// gatewayRunning reports whether a gateway holds the data dir's lock, and
+// its pid as the lock file records it.
+func gatewayRunning(p config.Paths) (pid string, running bool) {
+	lk := statefile.NewLock(p.GatewayLock())
+	ok, err := lk.TryAcquire()
+	if err == nil && ok {
+		lk.Release()
+		return "", false
+	}
+	b, _ := os.ReadFile(p.GatewayLock())
+	pid = strings.TrimSpace(string(b))
+	if pid == "" {
+		pid = "?"
+	}
+	return pid, err == nil
+}
