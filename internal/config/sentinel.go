@@ -76,8 +76,9 @@ type SentinelConfig struct {
 	// (triggers.json: heartbeat wakes, sentinel ticks, discovery), default 2s.
 	TriggerPoll Duration `json:"trigger_poll"`
 
-	// Discovery: the daily task-discovery menu (default off, from 09:00
-	// local, at most 4 options). PendingTTL keeps a menu answerable
+	// Discovery: the daily task-discovery menu. It shares the Sentinel's
+	// lifecycle (runs whenever sentinel.enabled does); false only turns the
+	// daily run off. From 09:00 local, at most 4 options. PendingTTL keeps a menu answerable
 	// (default 12h); picks scoring under DecisionConfidence with the LLM
 	// classifier are ignored (default 0.7); DecisionConfirm asks before
 	// executing a pick (default false).
@@ -153,6 +154,7 @@ func defaultSentinel() SentinelConfig {
 		DeferPoll:          Duration(time.Minute),
 		FeedbackWindow:     Duration(7 * 24 * time.Hour),
 		TriggerPoll:        Duration(2 * time.Second),
+		Discovery:          true,
 		DiscoveryHour:      9,
 		DiscoveryOptions:   4,
 		PendingTTL:         Duration(12 * time.Hour),

@@ -57,6 +57,7 @@ func newLearnRig(t *testing.T, mod func(*config.SentinelConfig), msgs []session.
 		t.Fatal(err)
 	}
 	cfg := config.Default().Sentinel
+	cfg.Discovery = false // the daily menu would eat the planner script; tests that want it turn it on
 	cfg.Policy = roomyPolicy()
 	if mod != nil {
 		mod(&cfg)

@@ -34,6 +34,7 @@ func newDefaultSys(t *testing.T, mod func(*config.SentinelConfig), opt func(*Sys
 		t.Fatal(err)
 	}
 	cfg := config.Default().Sentinel
+	cfg.Discovery = false // the daily menu would eat the planner script; tests that want it turn it on
 	cfg.Policy = policy.DefaultConfig()
 	cfg.Policy.Location = time.UTC
 	if mod != nil {
@@ -74,9 +75,9 @@ func newDefaultSys(t *testing.T, mod func(*config.SentinelConfig), opt func(*Sys
 	return h
 }
 
-// discoveryOn turns the menu on; RunDiscovery offers it, so the daily run
+// menuOnLate turns the menu on; RunDiscovery offers it, so the daily run
 // inside a tick (which would consume the planner's script) is kept late.
-func discoveryOn(c *config.SentinelConfig) { c.Discovery, c.DiscoveryHour = true, 23 }
+func menuOnLate(c *config.SentinelConfig) { c.Discovery, c.DiscoveryHour = true, 23 }
 
 func userTurn(content string) spine.TurnRequest {
 	return spine.TurnRequest{Origin: spine.OriginUser, Channel: "telegram", ChatID: "42", Content: content}
@@ -115,7 +116,7 @@ func ledgerFires(t *testing.T, st *statefile.Store) []struct{ Session, Action, T
 // session cooldown and topic quota do not hold it back, and the menu is
 // closed once it ran.
 func TestPickIsExecutedUnderDefaultPolicy(t *testing.T) {
-	h := newDefaultSys(t, discoveryOn, nil)
+	h := newDefaultSys(t, menuOnLate, nil)
 	ctx := context.Background()
 	pd := offerMenu(t, h, `[{"title":"Draft the tax email","kind":"reply","reply":"Here is a draft: Dear HMRC, ..."}]`)
 	h.clk.Advance(2 * time.Minute)
@@ -153,7 +154,7 @@ func TestPickIsExecutedUnderDefaultPolicy(t *testing.T) {
 func TestDeniedPickSaysWhyAndCanBeRetried(t *testing.T) {
 	var mu sync.Mutex
 	var started []string
-	h := newDefaultSys(t, discoveryOn, func(o *SystemOptions) {
+	h := newDefaultSys(t, menuOnLate, func(o *SystemOptions) {
 		o.Spawn = func(_ context.Context, task, ch, chat string) error {
 			mu.Lock()
 			defer mu.Unlock()

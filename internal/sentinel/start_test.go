@@ -18,6 +18,7 @@ func TestSystemStartTicksAtOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := config.Default().Sentinel
+	cfg.Discovery = false // the daily menu would eat the planner script; tests that want it turn it on
 	cfg.Policy.Location = time.UTC
 	prov := &seqProvider{}
 	prov.push(decisionJSON("skip", "", nil))

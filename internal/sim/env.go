@@ -75,6 +75,9 @@ func newEnv(_ context.Context, root, name string, tl *Timeline, o Options) (*env
 		return nil, err
 	}
 	cfg := config.Default()
+	// The Sentinel day scripts its planner tick by tick; the discovery menu has
+	// its own section and would otherwise take the first 09:00 reply.
+	cfg.Sentinel.Discovery = false
 	cfg.Sentinel.Policy.Location = time.UTC
 	return &env{
 		paths: p, cfg: cfg, clk: clock.NewFake(day0), log: o.Logger, tl: tl, step: o.StepTimeout,

@@ -264,8 +264,9 @@ func (p *Policy) checkLocked(req Request, ov *Overrides, now time.Time) Verdict 
 			return Verdict{Layer: LayerPersonaDND, Reason: "inside do-not-disturb window " + w.Name + " " + w.String()}
 		}
 	}
-	// 3b. topics the owner muted (preferences.json); no bypass.
-	if v, ok := mutedTopic(ov, req); ok {
+	// 3b. topics the owner muted (preferences.json); no bypass, except the
+	// owner's own menu pick: picking it is the owner unmuting it once.
+	if v, ok := mutedTopic(ov, req); ok && !req.Answer {
 		return v
 	}
 	// 4. per-day quota (hard cap, own line for spawn).
