@@ -84,7 +84,7 @@ func TestConfigListEveryKey(t *testing.T) {
 	for _, r := range rows {
 		byKey[r.Key] = r
 	}
-	if r := byKey["heartbeat.interval"]; r.Type != "duration" || string(r.Default) != `"30m0s"` || string(r.Value) != `"30m0s"` {
+	if r := byKey["heartbeat.interval"]; r.Type != "duration" || string(r.Default) != `"30m"` || string(r.Value) != `"30m"` {
 		t.Fatalf("heartbeat.interval row %+v", r)
 	}
 	if r := byKey["providers.openai.api_key"]; !r.Secret || strings.Contains(out, "sk-secret") {

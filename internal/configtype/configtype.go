@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"strings"
 	"time"
 )
 
@@ -15,8 +16,21 @@ type Duration time.Duration
 // D returns the time.Duration.
 func (d Duration) D() time.Duration { return time.Duration(d) }
 
-// MarshalJSON writes the duration as a string ("30m0s").
-func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
+// MarshalJSON writes the duration as a string, as the owner would type it.
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(d.String()) }
+
+// String is the duration without the zero units time.Duration.String keeps
+// ("45m", "1h30m", "2h" rather than "45m0s", "1h30m0s", "2h0m0s").
+func (d Duration) String() string {
+	s := time.Duration(d).String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
 
 // UnmarshalJSON reads a duration string; a number is refused, so "30" can
 // never silently mean 30 nanoseconds.

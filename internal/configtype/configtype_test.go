@@ -25,7 +25,7 @@ func TestDurationJSON(t *testing.T) {
 		}
 	}
 	b, _ := json.Marshal(Duration(time.Minute))
-	if string(b) != `"1m0s"` {
+	if string(b) != `"1m"` {
 		t.Fatalf("marshal %s", b)
 	}
 }
@@ -48,6 +48,20 @@ func TestChecks(t *testing.T) {
 	for _, tt := range tests {
 		if tt.got != tt.want {
 			t.Errorf("%s: %v", tt.name, tt.got)
+		}
+	}
+}
+
+func TestDurationString(t *testing.T) {
+	for _, tt := range []struct {
+		in   time.Duration
+		want string
+	}{
+		{0, "0s"}, {500 * time.Millisecond, "500ms"}, {90 * time.Second, "1m30s"}, {45 * time.Minute, "45m"},
+		{90 * time.Minute, "1h30m"}, {2 * time.Hour, "2h"}, {time.Hour + 30*time.Second, "1h0m30s"}, {10 * time.Hour, "10h"},
+	} {
+		if got := Duration(tt.in).String(); got != tt.want {
+			t.Errorf("%v: got %q, want %q", tt.in, got, tt.want)
 		}
 	}
 }

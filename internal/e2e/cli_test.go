@@ -68,7 +68,7 @@ func TestConfigGetSet(t *testing.T) {
 		{"set", []string{"config", "set", "heartbeat.enabled", "false"}, 0, "heartbeat.enabled = false", ""},
 		{"get after set", []string{"config", "get", "heartbeat.enabled"}, 0, "false", ""},
 		{"set duration", []string{"config", "set", "heartbeat.interval", "45m"}, 0, "heartbeat.interval = 45m", ""},
-		{"get duration", []string{"config", "get", "heartbeat.interval"}, 0, "45m0s", ""},
+		{"get duration", []string{"config", "get", "heartbeat.interval"}, 0, "45m", ""},
 		{"unknown key", []string{"config", "get", "nope.key"}, 2, "", "nope.key"},
 		{"bad value", []string{"config", "set", "heartbeat.enabled", "maybe"}, 2, "", "heartbeat.enabled"},
 		{"bad value kept nothing", []string{"config", "get", "heartbeat.enabled"}, 0, "false", ""},
