@@ -12,6 +12,7 @@ import (
 	"github.com/raven-agent/raven/internal/auth"
 	"github.com/raven-agent/raven/internal/controlapi"
 	"github.com/raven-agent/raven/internal/gateway"
+	"github.com/raven-agent/raven/internal/runtime"
 )
 
 func newGatewayCmd(g *globals) *cobra.Command {
@@ -29,7 +30,7 @@ One gateway per data dir; raven chat may run beside it.`,
 			}
 			log := newLogger(os.Stderr, cfg)
 			err = gateway.Run(cmd.Context(), gateway.DaemonOptions{
-				Options: gateway.Options{Paths: p, Config: cfg, Logger: log},
+				Runtime: runtime.Options{Paths: p, Config: cfg, Logger: log},
 				Version: version,
 			})
 			if errors.Is(err, gateway.ErrAlreadyRunning) {

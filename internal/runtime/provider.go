@@ -1,6 +1,7 @@
-package gateway
+package runtime
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -74,4 +75,38 @@ func ProbeEndpoint(cfg config.Config) (string, http.Header) {
 		return strings.TrimRight(firstNonEmpty(base, anthropic.DefaultBaseURL), "/") + "/v1/models", h
 	}
 	return "", nil
+}
+
+// buildModels chooses the models in this one place: the runtime's (the
+// override, else config "model", else none) and the Sentinel planner's
+// (the override, else sentinel.planner_model, else the runtime's).
+func (r *Runtime) buildModels(_ context.Context, o Options) error {
+	switch {
+	case o.NoModel:
+	case o.Provider != nil:
+		r.provider = o.Provider
+	default:
+		p, err := NewProvider(r.cfg, r.clk, r.log)
+		if errors.Is(err, llm.ErrNoModel) {
+			r.log.Info("no model configured: chat replies explain how to set one; cron deliveries that need no model still go out")
+		} else if err != nil {
+			return err
+		}
+		r.provider = p
+	}
+	r.planner = r.provider
+	switch spec := r.cfg.Sentinel.PlannerModel; {
+	case o.PlannerProvider != nil:
+		r.planner = o.PlannerProvider
+	case o.NoModel:
+	case spec != "":
+		c := r.cfg
+		c.Model = spec
+		p, err := NewProvider(c, r.clk, r.log)
+		if err != nil {
+			return fmt.Errorf("sentinel.planner_model: %w", err)
+		}
+		r.planner = p
+	}
+	return nil
 }
