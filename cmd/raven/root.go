@@ -35,6 +35,7 @@ func newRootCmd() *cobra.Command {
 	root.AddCommand(
 		newVersionCmd(), newOnboardCmd(g), newConfigCmd(g), newChatCmd(g), newDoctorCmd(g), newGatewayCmd(g), newTUICmd(g),
 		newConversationsCmd(g), newCronCmd(g), newHeartbeatCmd(g), newSentinelCmd(g), newNudgesCmd(g), newAuthCmd(g), newDemoCmd(g),
+		newInboxCmd(g),
 	)
 	return root
 }
