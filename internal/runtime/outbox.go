@@ -2,9 +2,10 @@ package runtime
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"os"
 
+	"github.com/raven-agent/raven/internal/outbox"
 	"github.com/raven-agent/raven/internal/spine"
 )
 
@@ -14,27 +15,19 @@ const (
 	OutboxChatID  = "owner"
 )
 
-// OutboxItem is one kept message, as the runtime reads it back.
-type OutboxItem struct {
-	ID      string
-	Message spine.Message
-}
-
 // Outbox keeps proactive messages no surface could take until the owner
-// next attaches. Delivery is claim, show, then MarkDelivered (or Release
-// when showing failed), so two surfaces attaching at once show an item once.
+// next attaches (*outbox.Store). Drain shows each waiting item to one
+// surface exactly once, across processes.
 type Outbox interface {
-	Put(ctx context.Context, m spine.Message) (id string, err error)
-	Claim(ctx context.Context, surface string) ([]OutboxItem, error)
-	MarkDelivered(ctx context.Context, id, surface string) error
-	Release(ctx context.Context, id, surface string) error
+	Put(ctx context.Context, it outbox.Item) (string, error)
+	Drain(ctx context.Context, surface string, show func(context.Context, outbox.Item) error) (int, error)
 	Count(ctx context.Context) (int, error)
 }
 
 func (r *Runtime) buildOutbox(ctx context.Context, o Options) error {
 	r.outbox = o.Outbox
 	if r.outbox == nil {
-		ob, err := openStoreOutbox(ctx, r)
+		ob, err := outbox.Open(ctx, r.db, outbox.Options{Clock: r.clk, Logger: r.log.With("component", "outbox")})
 		if err != nil {
 			return err
 		}
@@ -47,7 +40,11 @@ func (r *Runtime) buildOutbox(ctx context.Context, o Options) error {
 // keep is the outbox channel's outlet: the message waits durably for the
 // owner's next attach. It counts as delivered — it will be shown.
 func (r *Runtime) keep(ctx context.Context, m spine.Message) error {
-	id, err := r.outbox.Put(context.WithoutCancel(ctx), m)
+	it, err := outbox.FromMessage(m)
+	if err != nil {
+		return fmt.Errorf("runtime: outbox: %w", err)
+	}
+	id, err := r.outbox.Put(context.WithoutCancel(ctx), it)
 	if err != nil {
 		return fmt.Errorf("runtime: outbox: %w", err)
 	}
@@ -58,29 +55,20 @@ func (r *Runtime) keep(ctx context.Context, m spine.Message) error {
 }
 
 // deliverOutbox shows conv's new surface the owner's pending outbox items,
-// oldest first, and marks each delivered once shown.
+// oldest first, each marked delivered once shown; one that could not be
+// shown stays for the next attach.
 func (r *Runtime) deliverOutbox(ctx context.Context, conv string, s Surface) {
-	name := fmt.Sprintf("%s#%p", conv, s)
-	items, err := r.outbox.Claim(ctx, name)
-	if err != nil {
-		r.log.Warn("outbox: pending items not claimed on attach", "conversation", conv, "err", err)
-		return
-	}
+	name := fmt.Sprintf("%s/%d/%d", conv, os.Getpid(), r.attachSeq.Add(1))
 	ch, id, _ := spine.SplitConversationKey(conv)
-	for _, it := range items {
-		m := it.Message
-		m.Channel, m.ChatID, m.Proactive, m.Reply = ch, id, true, false
-		if err := s.Deliver(ctx, m); err != nil {
-			r.log.Warn("outbox: item not shown on attach; kept", "id", it.ID, "err", err)
-			if rerr := r.outbox.Release(context.WithoutCancel(ctx), it.ID, name); rerr != nil {
-				r.log.Warn("outbox: release", "id", it.ID, "err", rerr)
-			}
-			continue
-		}
-		if err := r.outbox.MarkDelivered(context.WithoutCancel(ctx), it.ID, name); err != nil && !errors.Is(err, context.Canceled) {
-			r.log.Warn("outbox: shown but not marked delivered", "id", it.ID, "err", err)
-			continue
-		}
-		r.emit("outbox.delivered", conv, map[string]any{"id": it.ID})
+	n, err := r.outbox.Drain(ctx, name, func(ctx context.Context, it outbox.Item) error {
+		m := outbox.ToMessage(it)
+		m.Channel, m.ChatID, m.Reply = ch, id, false
+		return s.Deliver(ctx, m)
+	})
+	if err != nil {
+		r.log.Warn("outbox: not every waiting item was shown on attach; the rest wait for the next", "conversation", conv, "shown", n, "err", err)
+	}
+	if n > 0 {
+		r.emit("outbox.delivered", conv, map[string]any{"count": n})
 	}
 }

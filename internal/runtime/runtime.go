@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 
 	"github.com/raven-agent/raven/internal/agent"
 	"github.com/raven-agent/raven/internal/auth"
@@ -141,6 +142,8 @@ type Runtime struct {
 	onDone  []func(spine.TurnRequest, spine.Result)
 	closers []func(context.Context) error
 	closed  sync.Once
+	// attachSeq names each attachment for the outbox's claims.
+	attachSeq atomic.Int64
 }
 
 // Build wires every part of Raven in one fixed order — database, sessions,
