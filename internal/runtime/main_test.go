@@ -12,6 +12,7 @@ import (
 	"github.com/raven-agent/raven/internal/clock"
 	"github.com/raven-agent/raven/internal/config"
 	"github.com/raven-agent/raven/internal/llm"
+	"github.com/raven-agent/raven/internal/session"
 	"github.com/raven-agent/raven/internal/spine"
 )
 
@@ -97,5 +98,29 @@ func eventually(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(5 * time.Millisecond) // polling interval
+	}
+}
+
+// benchRuntime is newApp for benchmarks: default config, no services.
+func benchRuntime(b *testing.B) (*Runtime, *clock.Fake) {
+	b.Helper()
+	p, err := config.NewPaths(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	clk := clock.NewFake(time.Date(2025, 3, 4, 10, 0, 0, 0, time.UTC))
+	rt, err := Build(context.Background(), Options{Paths: p, Config: config.Default(), Clock: clk, Provider: llm.NewScripted(nil)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { rt.Close(context.Background()) })
+	return rt, clk
+}
+
+func addSessionB(b *testing.B, rt *Runtime, channel, chatID string, at time.Time) {
+	b.Helper()
+	if err := rt.Sessions().Append(context.Background(), session.Entry{Message: llm.Message{Role: llm.RoleUser, Content: "hi"},
+		Conversation: spine.ConversationKey(channel, chatID), Channel: channel, ChatID: chatID, Origin: "user", At: at}); err != nil {
+		b.Fatal(err)
 	}
 }

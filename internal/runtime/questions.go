@@ -2,7 +2,6 @@ package runtime
 
 import (
 	"context"
-	"errors"
 
 	"github.com/raven-agent/raven/internal/auth"
 	"github.com/raven-agent/raven/internal/questions"
@@ -63,9 +62,6 @@ func (r *Runtime) continueAnswer(ctx context.Context, conv, runID string, ans qu
 type credentialGenerations struct{ s *auth.Store }
 
 func (c credentialGenerations) CredentialGeneration(ctx context.Context, name string) (int, bool, error) {
-	if c.s == nil {
-		return 0, false, errors.New("runtime: no auth store")
-	}
 	creds, err := c.s.List(ctx)
 	if err != nil {
 		return 0, false, err
