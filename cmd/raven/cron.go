@@ -355,7 +355,7 @@ func newCronServeCmd(g *globals) *cobra.Command {
 			if running, pid, err := gateway.Running(env.paths); err != nil {
 				return err
 			} else if running {
-				return fmt.Errorf("%w: a gateway (pid %s) runs on %s and fires every job with its model; stop it, or use raven cron run ID to fire one job through it",
+				return fmt.Errorf("%w: a gateway (pid %s) runs on %s and runs every job itself; stop it, or use raven cron run ID to fire one job through it",
 					errGatewayRunsCron, pid, env.paths.Root)
 			}
 			if env.cfg.Model != "" {
