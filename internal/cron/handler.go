@@ -28,6 +28,9 @@ type FireOptions struct {
 	// surface, forward channels, the most recent real channel, else the
 	// outbox), asked at fire time.
 	Resolve func(channel, to string) []Target
+	// ResolveBroadcast, when set, gives a broadcast job's targets (every
+	// attached surface and forward channel) instead of the built-in ones.
+	ResolveBroadcast func() []Target
 	// RecordFire writes the shared NudgePolicy ledger (policy
 	// RecordCronFire: topic-tag fire plus a dispatched record marked
 	// neutral), so the Sentinel does not nudge the same topic meanwhile.
@@ -203,6 +206,9 @@ func (h *FireHandler) Targets(job Job) []Target {
 }
 
 func (h *FireHandler) broadcastTargets() []Target {
+	if h.o.ResolveBroadcast != nil {
+		return dedupe(h.o.ResolveBroadcast())
+	}
 	return dedupe(append(h.resolve("cli", ""), h.resolve("tui", "")...))
 }
 

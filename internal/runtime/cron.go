@@ -27,6 +27,9 @@ func (r *Runtime) buildCron(_ context.Context, o Options) error {
 		Hub: r.hub, Submit: submit, Forward: r.cfg.Channels.Forward,
 		LastChatID: func(ch string) (string, bool) { return r.sessions.LastChatID(r.ctx, ch) },
 		Resolve:    r.cronTargets,
+		ResolveBroadcast: func() []cron.Target {
+			return toCronTargets(r.ResolveAll())
+		},
 		RecordFire: r.recordCronFire,
 		OnFired: func(jobID string) {
 			r.emit("cron.fired", "cron:"+jobID, map[string]any{"job_id": jobID})
@@ -58,7 +61,10 @@ func (r *Runtime) buildCron(_ context.Context, o Options) error {
 }
 
 func (r *Runtime) cronTargets(channel, to string) []cron.Target {
-	ts := r.Resolve(channel, to)
+	return toCronTargets(r.Resolve(channel, to))
+}
+
+func toCronTargets(ts []Target) []cron.Target {
 	out := make([]cron.Target, len(ts))
 	for i, t := range ts {
 		out[i] = cron.Target{Channel: t.Channel, ChatID: t.ChatID}

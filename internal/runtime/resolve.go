@@ -58,6 +58,22 @@ func (r *Runtime) Resolve(channel, chatID string) []Target {
 	return []Target{{Channel: OutboxChannel, ChatID: OutboxChatID}}
 }
 
+// ResolveAll is the broadcast form of Resolve: every attached surface and
+// every forward channel; with none of them, the most recent real channel,
+// else the outbox.
+func (r *Runtime) ResolveAll() []Target {
+	var out []Target
+	for _, conv := range r.surfaces.list() {
+		ch, id, _ := spine.SplitConversationKey(conv)
+		out = append(out, Target{Channel: ch, ChatID: id})
+	}
+	out = append(out, r.forwardTargets()...)
+	if len(out) > 0 {
+		return out
+	}
+	return r.Resolve("", "")
+}
+
 func (r *Runtime) attachedTarget(channel, chatID string) []Target {
 	if spine.IsEphemeral(channel) && chatID != "" {
 		if conv := spine.ConversationKey(channel, chatID); r.surfaces.attached(conv) {
@@ -119,4 +135,21 @@ func (r *Runtime) recentRealTarget() (Target, bool) {
 		}
 	}
 	return Target{}, false
+}
+
+// postOrResolve posts a proactive message where it was addressed; when that
+// surface is gone (a subagent's result for a TUI since closed), it goes
+// where Resolve says instead — the outbox at worst — never nowhere.
+func (r *Runtime) postOrResolve(ctx context.Context, m spine.Message) error {
+	err := r.hub.Post(ctx, m)
+	if err == nil || !errors.Is(err, spine.ErrNoOutlet) || !spine.IsEphemeral(m.Channel) {
+		return err
+	}
+	for _, t := range r.Resolve(m.Channel, m.ChatID) {
+		m.Channel, m.ChatID = t.Channel, t.ChatID
+		if err = r.hub.Post(ctx, m); err == nil {
+			return nil
+		}
+	}
+	return err
 }

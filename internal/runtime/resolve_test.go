@@ -163,3 +163,39 @@ func TestProactivePathsKeptUntilAttach(t *testing.T) {
 		t.Fatalf("nudge with a surface attached = %+v", res)
 	}
 }
+
+// A subagent's result for a surface nobody watches any more is kept for
+// the owner rather than logged as undelivered and lost.
+func TestSubagentResultForClosedSurfaceKept(t *testing.T) {
+	rt, _ := newApp(t, false, llm.NewScripted([]llm.Turn{{Content: "Trains: 07:03 direct."}}))
+	ctx := context.Background()
+	if _, err := rt.Subagents().Spawn(ctx, "find trains", "tui", "main"); err != nil {
+		t.Fatal(err)
+	}
+	rt.Subagents().Wait()
+	var screen collector
+	if _, err := rt.AttachOwner(ctx, "tui:main", &screen); err != nil {
+		t.Fatal(err)
+	}
+	if got := screen.contents(); !slices.Equal(got, []string{"Trains: 07:03 direct."}) {
+		t.Fatalf("attach showed %q", got)
+	}
+}
+
+// A broadcast reaches every attached surface and every forward channel;
+// with none, it is kept like any other message.
+func TestResolveAll(t *testing.T) {
+	rt, _ := newApp(t, false, llm.NewScripted(nil), func(o *Options) { o.Config.Channels.Forward = []string{"telegram:42"} })
+	if got, want := rt.ResolveAll(), []Target{{OutboxChannel, OutboxChatID}}; !slices.Equal(got, want) {
+		t.Fatalf("ResolveAll with nothing = %v, want %v", got, want)
+	}
+	rt.Hub().Register("telegram", &collector{})
+	for _, conv := range []string{"cli:direct", "tui:main"} {
+		if _, err := rt.Attach(context.Background(), conv, &collector{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, want := rt.ResolveAll(), []Target{{"tui", "main"}, {"cli", "direct"}, {"telegram", "42"}}; !slices.Equal(got, want) {
+		t.Fatalf("ResolveAll = %v, want %v", got, want)
+	}
+}

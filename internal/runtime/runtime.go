@@ -247,7 +247,7 @@ func (r *Runtime) buildAgent(_ context.Context, o Options) error {
 			}
 		},
 	})
-	r.subagents = agent.NewSubagentManager(r.ctx, r.scheduler.Submit, r.hub.Post, r.log.With("component", "subagent"))
+	r.subagents = agent.NewSubagentManager(r.ctx, r.scheduler.Submit, r.postOrResolve, r.log.With("component", "subagent"))
 	// The owner's interactive surfaces: a message for cli or tui reaches
 	// whoever is attached to its conversation, and nobody else.
 	r.hub.Register(CLIChannel, spine.OutletFunc(r.surfaces.deliver))
