@@ -19,7 +19,7 @@ import (
 // Disabled, the Sentinel is still wired: an inject rides the next reply,
 // the agent's nudge_feedback tool records a verdict for the turn's session
 // into the log and the policy, and the assembler sees the session store.
-func TestStartSentinelWiresAgentLoop(t *testing.T) {
+func TestBuildWiresSentinelIntoAgentLoop(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	// Observers run in registration order: once this one ran, the
 	// Sentinel's settle of the same turn has too.
@@ -78,7 +78,7 @@ func TestStartSentinelWiresAgentLoop(t *testing.T) {
 }
 
 // Enabled, the tick and defer loops run until the App closes.
-func TestStartSentinelEnabledRunsUntilClose(t *testing.T) {
+func TestSentinelServiceRunsUntilClose(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	a, clk := newSentinelApp(t, true, nil)
 	clk.BlockUntil(2) // the tick loop and the defer loop are sleeping
@@ -87,7 +87,7 @@ func TestStartSentinelEnabledRunsUntilClose(t *testing.T) {
 	}
 }
 
-func TestStartSentinelBadPlannerModel(t *testing.T) {
+func TestBuildBadPlannerModel(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	p, err := config.NewPaths(t.TempDir())
 	if err != nil {

@@ -13,7 +13,7 @@ import (
 
 // A foreground heartbeat tick runs through the runtime's agent loop and
 // delivers to the attached terminal, ahead of channels.forward.
-func TestRunHeartbeatOnce(t *testing.T) {
+func TestHeartbeatTickReachesAttachedTerminal(t *testing.T) {
 	const tasks = "# Heartbeat\n## Tasks\n- At 9:00 on weekdays, send me the day's agenda.\n"
 	decide := func(args string) llm.Turn {
 		return llm.Turn{ToolCalls: []llm.ToolCall{{ID: "d1", Name: heartbeat.DecisionTool, Arguments: args}}}
