@@ -4,13 +4,16 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/raven-agent/raven/internal/channels"
 	"github.com/raven-agent/raven/internal/cron"
 	"github.com/raven-agent/raven/internal/llm"
+	"github.com/raven-agent/raven/internal/outbox"
 	"github.com/raven-agent/raven/internal/session"
 	"github.com/raven-agent/raven/internal/sqlitedb"
 )
@@ -157,4 +160,37 @@ func TestGatewayStatusShowsEffectiveValues(t *testing.T) {
 		}
 	}
 	gw.stop(t)
+}
+
+// A standalone `raven chat` shows, at start, what waited in the outbox
+// while no surface was attached, and marks it delivered.
+func TestChatStartShowsOutbox(t *testing.T) {
+	dir := t.TempDir()
+	db, err := sqlitedb.Open(filepath.Join(dir, "raven.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ob, err := outbox.Open(t.Context(), db, outbox.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ob.Put(t.Context(), outbox.Item{Origin: outbox.OriginCron, Content: "Stand up and stretch."}); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+
+	cmd := exec.Command(os.Args[0], "--data-dir", dir, "chat")
+	cmd.Env = append(os.Environ(), childEnv+"=1", "RAVEN_MODEL=")
+	cmd.Stdin = strings.NewReader("") // Ctrl-D at once
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("raven chat: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), channels.ProactiveMarker+"Stand up and stretch.") {
+		t.Fatalf("outbox item not shown at chat start:\n%s", out)
+	}
+	inbox, err := runRaven(t, "", "--data-dir", dir, "inbox", "--json")
+	if err != nil || strings.Contains(inbox, "Stand up") {
+		t.Fatalf("still in the inbox after the chat showed it: %s (%v)", inbox, err)
+	}
 }

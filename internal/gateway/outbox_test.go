@@ -13,7 +13,7 @@ import (
 // while no TUI or chat is attached is kept in the outbox, not dropped
 // undelivered; the next chat.attach is shown it, once, with the marker.
 func TestCronDeliveryKeptForNextAttach(t *testing.T) {
-	g, _ := startTestGateway(t, llm.NewScripted([]llm.Turn{{Content: "Stand up and stretch."}}))
+	g, _ := startTestGateway(t, llm.NewScripted([]llm.Turn{{Content: "Stand up and stretch."}, {Content: "Stretch again."}}))
 	rt := g.Runtime()
 	ctx := context.Background()
 	job, err := cron.NewJob(cron.Spec{Name: "stretch", Message: "remind me to stretch", Every: "1h", Deliver: true}, rt.Clock().Now())
@@ -54,5 +54,18 @@ func TestCronDeliveryKeptForNextAttach(t *testing.T) {
 	}
 	if st, _ := g.status(ctx); st.(Status).OutboxPending != 0 {
 		t.Fatalf("still waiting after the attach: %+v", st)
+	}
+
+	// With the TUI attached, the next fire of the same cli job reaches it
+	// live (it is the surface the owner is at), not the outbox.
+	if run, err := rt.FireCron(ctx, job.ID); err != nil || run.Outcome != cron.StatusDelivered {
+		t.Fatalf("second fire = %+v, %v", run, err)
+	}
+	live := later.notes()
+	if len(live) != 1 || live[0].params.(channels.ChatMessage).Content != "Stretch again." {
+		t.Fatalf("the attached TUI got %+v", live)
+	}
+	if st, _ := g.status(ctx); st.(Status).OutboxPending != 0 {
+		t.Fatalf("a fire with a TUI attached went to the outbox: %+v", st)
 	}
 }
