@@ -32,23 +32,45 @@ func (s tuiSurface) Ask(req questions.ClarifyRequest) {
 	s.n.Notify(clarifyRequestMethod, req) // a dead connection is detached when Done closes
 }
 
+// attachKey is one connection following one conversation: a repeated
+// chat.attach on it changes nothing.
+type attachKey struct {
+	conv string
+	n    controlapi.Notifier
+}
+
 // attach follows conv on n until n's connection ends, delivers the owner's
 // pending outbox items to it, and shows it the question ask_user is waiting
 // on there, if any: it was sent before n attached. A question asked in
 // between may reach n twice (same batch and index), never not at all.
 func (g *Gateway) attach(ctx context.Context, conv string, n controlapi.Notifier) error {
-	var surf runtime.Surface = connSurface{n}
-	if ch, _, _ := spine.SplitConversationKey(conv); ch == channels.TUIChannel {
-		surf = tuiSurface{connSurface{n}}
+	key := attachKey{conv, n}
+	g.attachMu.Lock()
+	_, again := g.attached[key]
+	if !again {
+		g.attached[key] = struct{}{}
 	}
-	detach, err := g.rt.AttachOwner(ctx, conv, surf)
-	if err != nil {
-		return controlapi.InvalidParams("%v", err)
+	g.attachMu.Unlock()
+	if !again {
+		var surf runtime.Surface = connSurface{n}
+		if ch, _, _ := spine.SplitConversationKey(conv); ch == channels.TUIChannel {
+			surf = tuiSurface{connSurface{n}}
+		}
+		detach, err := g.rt.AttachOwner(ctx, conv, surf)
+		if err != nil {
+			g.attachMu.Lock()
+			delete(g.attached, key)
+			g.attachMu.Unlock()
+			return controlapi.InvalidParams("%v", err)
+		}
+		go func() {
+			<-n.Done()
+			detach()
+			g.attachMu.Lock()
+			delete(g.attached, key)
+			g.attachMu.Unlock()
+		}()
 	}
-	go func() {
-		<-n.Done()
-		detach()
-	}()
 	if req, ok := g.rt.Broker().Pending(conv); ok {
 		if err := n.Notify(clarifyRequestMethod, req); err != nil {
 			g.rt.Logger().Debug("clarify.request not resent on attach", "conversation", conv, "err", err)

@@ -42,8 +42,9 @@ type DaemonOptions struct {
 type Gateway struct {
 	rt      *runtime.Runtime
 	control *controlapi.Server
-	version string
-	started time.Time
+	// attached are the chat.attach connections, so a repeat is a no-op.
+	attachMu sync.Mutex
+	attached map[attachKey]struct{}
 	// inbound ends the channels' receive loops (Telegram polling, the
 	// webhook listener) before the scheduler drains, so no message is
 	// acknowledged that could no longer be run.
@@ -149,7 +150,7 @@ func Start(ctx context.Context, o DaemonOptions) (*Gateway, error) {
 	if err != nil {
 		return nil, err
 	}
-	g := &Gateway{rt: rt, version: o.Version, started: time.Now()}
+	g := &Gateway{rt: rt, attached: map[attachKey]struct{}{}}
 	g.inbound, g.stopInbound = context.WithCancel(rt.ServiceContext())
 	if err := g.wire(ctx, o); err != nil {
 		rt.Close(context.Background())

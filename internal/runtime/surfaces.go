@@ -42,25 +42,29 @@ func (f SurfaceFunc) Deliver(ctx context.Context, m spine.Message) error { retur
 // recently attached last, so the target resolver knows who is really there.
 type surfaces struct {
 	mu    sync.Mutex
-	convs map[string][]Surface
+	seq   int64
+	convs map[string][]attachment
 	order []string // conversations by last attach, most recent last
 }
 
-func newSurfaces() *surfaces { return &surfaces{convs: map[string][]Surface{}} }
+type attachment struct {
+	id int64
+	s  Surface
+}
 
-// attach adds s to conv (once) and returns its detach.
-func (ss *surfaces) attach(conv string, s Surface) (detach func(), added bool) {
+func newSurfaces() *surfaces { return &surfaces{convs: map[string][]attachment{}} }
+
+// attach adds s to conv and returns its detach. Surfaces are never
+// compared: attaching the same one twice shows it everything twice.
+func (ss *surfaces) attach(conv string, s Surface) (detach func()) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
-	for _, have := range ss.convs[conv] {
-		if have == s {
-			return func() {}, false
-		}
-	}
-	ss.convs[conv] = append(ss.convs[conv], s)
+	ss.seq++
+	id := ss.seq
+	ss.convs[conv] = append(ss.convs[conv], attachment{id: id, s: s})
 	ss.touch(conv)
 	var once sync.Once
-	return func() { once.Do(func() { ss.detach(conv, s) }) }, true
+	return func() { once.Do(func() { ss.detach(conv, id) }) }
 }
 
 func (ss *surfaces) touch(conv string) {
@@ -73,12 +77,12 @@ func (ss *surfaces) touch(conv string) {
 	ss.order = append(ss.order, conv)
 }
 
-func (ss *surfaces) detach(conv string, s Surface) {
+func (ss *surfaces) detach(conv string, id int64) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	list := ss.convs[conv]
-	for i, have := range list {
-		if have == s {
+	for i, a := range list {
+		if a.id == id {
 			list = append(list[:i:i], list[i+1:]...)
 			break
 		}
@@ -100,7 +104,11 @@ func (ss *surfaces) detach(conv string, s Surface) {
 func (ss *surfaces) of(conv string) []Surface {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
-	return append([]Surface(nil), ss.convs[conv]...)
+	out := make([]Surface, len(ss.convs[conv]))
+	for i, a := range ss.convs[conv] {
+		out[i] = a.s
+	}
+	return out
 }
 
 // attached reports whether anyone is attached to conv.
@@ -176,28 +184,26 @@ func (ss *surfaces) ask(conv string, req questions.ClarifyRequest) bool {
 // returned detach is called: messages for conv reach it and the target
 // resolver counts conv as attached.
 func (r *Runtime) Attach(ctx context.Context, conv string, s Surface) (detach func(), err error) {
-	detach, _, err = r.attach(conv, s)
-	return detach, err
+	return r.attach(conv, s)
 }
 
 // AttachOwner is Attach for the owner's own view (the chat REPL, a TUI):
 // the owner's pending outbox items are delivered to s now, oldest first,
 // and marked delivered once shown.
 func (r *Runtime) AttachOwner(ctx context.Context, conv string, s Surface) (detach func(), err error) {
-	detach, added, err := r.attach(conv, s)
-	if err == nil && added {
+	detach, err = r.attach(conv, s)
+	if err == nil {
 		r.deliverOutbox(ctx, conv, s)
 	}
 	return detach, err
 }
 
-func (r *Runtime) attach(conv string, s Surface) (func(), bool, error) {
+func (r *Runtime) attach(conv string, s Surface) (func(), error) {
 	ch, _, ok := spine.SplitConversationKey(conv)
 	if !ok || (ch != CLIChannel && ch != channels.TUIChannel) {
-		return nil, false, fmt.Errorf("runtime: attach %q: %w", conv, ErrNotSurface)
+		return nil, fmt.Errorf("runtime: attach %q: %w", conv, ErrNotSurface)
 	}
-	detach, added := r.surfaces.attach(conv, s)
-	return detach, added, nil
+	return r.surfaces.attach(conv, s), nil
 }
 
 // Attached lists the conversations with a surface attached, most recent first.
