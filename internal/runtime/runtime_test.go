@@ -3,6 +3,8 @@ package runtime
 import (
 	"context"
 	"errors"
+	"log/slog"
+	"strings"
 	"testing"
 
 	"github.com/raven-agent/raven/internal/config"
@@ -66,9 +68,18 @@ func TestBuildRegistersEveryTool(t *testing.T) {
 // NoModel keeps the configured model out (cron serve|run): a delivering
 // job's message goes out verbatim.
 func TestBuildNoModel(t *testing.T) {
-	rt, clk := newApp(t, false, nil, func(o *Options) { o.Config.Model = "openai/gpt-4o-mini"; o.NoModel = true })
+	var logs syncBuffer
+	t.Setenv("OPENAI_API_KEY", "sk-test")
+	rt, clk := newApp(t, false, nil, func(o *Options) {
+		o.Config.Model, o.NoModel = "openai/gpt-4o-mini", true
+		o.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	})
 	if rt.Provider() != nil || rt.ProviderName() != "none" {
 		t.Fatalf("provider = %v", rt.Provider())
+	}
+	// A model is configured; this process just runs none of it.
+	if strings.Contains(logs.String(), "no model configured") {
+		t.Fatalf("logged a false \"no model configured\":\n%s", logs.String())
 	}
 	var screen collector
 	if _, err := rt.Attach(context.Background(), CLIConversation, &screen); err != nil {
