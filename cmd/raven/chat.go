@@ -145,8 +145,15 @@ func oneShot(ctx context.Context, rt *runtime.Runtime, message string, cmd *cobr
 		return res.Err
 	}
 	fmt.Fprintln(cmd.OutOrStdout(), res.Reply)
+	if rt.Provider() == nil {
+		// The reply explained how to set one; the one-shot still failed.
+		return errChatNoModel
+	}
 	return nil
 }
+
+// errChatNoModel fails a one-shot chat that had no model to answer it.
+var errChatNoModel = errors.New("chat -m: no model configured")
 
 // oneShotTerminal is `raven chat -m`'s surface: proactive messages are
 // printed with the marker, the reply is left to oneShot, and an ask_user

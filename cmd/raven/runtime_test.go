@@ -194,3 +194,15 @@ func TestChatStartShowsOutbox(t *testing.T) {
 		t.Fatalf("still in the inbox after the chat showed it: %s (%v)", inbox, err)
 	}
 }
+
+// `raven chat -m` with no model prints how to set one and fails.
+func TestChatOneShotWithoutModelFails(t *testing.T) {
+	t.Setenv("RAVEN_MODEL", "")
+	out, err := runRaven(t, "", "--data-dir", t.TempDir(), "chat", "-m", "hi")
+	if !errors.Is(err, errChatNoModel) || exitCode(err) != 1 {
+		t.Fatalf("err = %v (exit %d)", err, exitCode(err))
+	}
+	if !strings.Contains(out, "raven config set model") {
+		t.Fatalf("no hint printed:\n%s", out)
+	}
+}
