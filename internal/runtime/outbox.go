@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 
@@ -54,18 +55,41 @@ func (r *Runtime) keep(ctx context.Context, m spine.Message) error {
 	return nil
 }
 
+// AttachBurst bounds the outbox items one attach shows: a control-API
+// connection's outbound queue (256 frames) drops a client that is sent
+// more at once. The rest wait for the next attach; a notice says so.
+const AttachBurst = 100
+
+// errBurstFull stops a drain at AttachBurst; the outbox keeps the rest.
+var errBurstFull = errors.New("attach burst shown")
+
 // deliverOutbox shows conv's new surface the owner's pending outbox items,
-// oldest first, each marked delivered once shown; one that could not be
-// shown stays for the next attach.
+// oldest first and at most AttachBurst, each marked delivered once shown;
+// one that could not be shown stays for the next attach.
 func (r *Runtime) deliverOutbox(ctx context.Context, conv string, s Surface) {
 	name := fmt.Sprintf("%s/%d/%d", conv, os.Getpid(), r.attachSeq.Add(1))
 	ch, id, _ := spine.SplitConversationKey(conv)
+	shown := 0
 	n, err := r.outbox.Drain(ctx, name, func(ctx context.Context, it outbox.Item) error {
+		if shown == AttachBurst {
+			return errBurstFull
+		}
 		m := outbox.ToMessage(it)
 		m.Channel, m.ChatID, m.Reply = ch, id, false
-		return s.Deliver(ctx, m)
+		if err := s.Deliver(ctx, m); err != nil {
+			return err
+		}
+		shown++
+		return nil
 	})
-	if err != nil {
+	switch {
+	case errors.Is(err, errBurstFull):
+		left, cerr := r.outbox.Count(ctx)
+		if cerr == nil && left > 0 {
+			s.Deliver(ctx, spine.Message{Channel: ch, ChatID: id, Proactive: true,
+				Content: fmt.Sprintf("%d more messages wait in the outbox: raven inbox lists them; they are shown at the next attach.", left)})
+		}
+	case err != nil:
 		r.log.Warn("outbox: not every waiting item was shown on attach; the rest wait for the next", "conversation", conv, "shown", n, "err", err)
 	}
 	if n > 0 {

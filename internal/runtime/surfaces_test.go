@@ -3,6 +3,8 @@ package runtime
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/raven-agent/raven/internal/llm"
@@ -55,5 +57,35 @@ func TestSurfacesAttachDetach(t *testing.T) {
 		if got := rt.Attached(); len(got) != len(st.attached) {
 			t.Fatalf("%s: attached %v, want %v", st.name, got, st.attached)
 		}
+	}
+}
+
+// One attach shows at most AttachBurst waiting items (a TUI connection's
+// queue would drop it otherwise) and says how many still wait; the next
+// attach shows those.
+func TestAttachBurst(t *testing.T) {
+	rt, _ := newApp(t, false, llm.NewScripted(nil))
+	ctx := context.Background()
+	total := AttachBurst + 7
+	for i := range total {
+		if err := rt.Hub().Post(ctx, spine.Message{Channel: OutboxChannel, ChatID: OutboxChatID, Origin: spine.OriginCron,
+			Content: fmt.Sprintf("item %d", i), Proactive: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var first collector
+	if _, err := rt.AttachOwner(ctx, "tui:main", &first); err != nil {
+		t.Fatal(err)
+	}
+	got := first.contents()
+	if len(got) != AttachBurst+1 || got[0] != "item 0" || !strings.HasPrefix(got[AttachBurst], "7 more messages wait") {
+		t.Fatalf("first attach: %d messages, first %q, last %q", len(got), got[0], got[len(got)-1])
+	}
+	var second collector
+	if _, err := rt.AttachOwner(ctx, "tui:main", &second); err != nil {
+		t.Fatal(err)
+	}
+	if got := second.contents(); len(got) != 7 || got[0] != fmt.Sprintf("item %d", AttachBurst) {
+		t.Fatalf("second attach: %q", got)
 	}
 }
