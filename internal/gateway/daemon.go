@@ -143,15 +143,19 @@ func readPID(path string) string {
 // own parts except the listeners: the control API, the operator token, the
 // channels.
 func Start(ctx context.Context, o DaemonOptions) (*Gateway, error) {
+	g := &Gateway{attached: map[attachKey]struct{}{}}
 	ro := o.Runtime
 	ro.Services = runtime.ServicesGateway
 	ro.CronChannels = nil
+	ro.StartChannels = func(rt *runtime.Runtime) error {
+		g.rt = rt
+		g.inbound, g.stopInbound = context.WithCancel(rt.ServiceContext())
+		return g.startChannels(o)
+	}
 	rt, err := runtime.Build(ctx, ro)
 	if err != nil {
 		return nil, err
 	}
-	g := &Gateway{rt: rt, attached: map[attachKey]struct{}{}}
-	g.inbound, g.stopInbound = context.WithCancel(rt.ServiceContext())
 	if err := g.wire(ctx, o); err != nil {
 		rt.Close(context.Background())
 		return nil, err
@@ -201,7 +205,7 @@ func (g *Gateway) wire(ctx context.Context, o DaemonOptions) error {
 	}
 	g.control.Handle("chat.send", controlapi.Control, g.chatSend)
 	g.control.Handle("chat.attach", controlapi.Read, g.chatAttach)
-	return g.startChannels(o)
+	return nil
 }
 
 // Running reports whether a gateway holds paths' data dir, and its pid.

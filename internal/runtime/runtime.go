@@ -83,6 +83,11 @@ type Options struct {
 	// WrapCronHandler decorates the cron fire handler; a seam for process
 	// tests, never set in production.
 	WrapCronHandler func(cron.Handler) cron.Handler
+	// StartChannels, when set, registers the daemon's channel outlets and
+	// starts their listeners once everything is wired and before any
+	// service loop runs, so the first tick or fire already resolves to
+	// them (the gateway's Telegram and webhook).
+	StartChannels func(*Runtime) error
 	// OnTurnDone observes every finished turn after the runtime's own
 	// observers (tests wait on it).
 	OnTurnDone func(spine.TurnRequest, spine.Result)
@@ -194,6 +199,11 @@ func Build(ctx context.Context, o Options) (*Runtime, error) {
 		}
 	}
 	r.observeTurns(nil, o.OnTurnDone)
+	if o.StartChannels != nil {
+		if err := o.StartChannels(r); err != nil {
+			return nil, fmt.Errorf("runtime: channels: %w", err)
+		}
+	}
 	if err := r.startServices(ctx); err != nil {
 		return nil, err
 	}

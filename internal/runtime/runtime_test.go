@@ -6,7 +6,9 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/raven-agent/raven/internal/clock"
 	"github.com/raven-agent/raven/internal/config"
 	"github.com/raven-agent/raven/internal/cron"
 	"github.com/raven-agent/raven/internal/llm"
@@ -100,5 +102,38 @@ func TestBuildNoModel(t *testing.T) {
 	}
 	if _, err := rt.Attach(context.Background(), "telegram:1", &screen); !errors.Is(err, ErrNotSurface) {
 		t.Fatalf("attach to a real channel: %v", err)
+	}
+}
+
+// The daemon's channels are in place before any service loop runs: a job
+// already due when the gateway starts goes to Telegram, not the outbox.
+func TestStartChannelsBeforeServices(t *testing.T) {
+	p, err := config.NewPaths(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk := clock.NewFake(time.Date(2025, 3, 4, 10, 0, 0, 0, time.UTC))
+	store := cron.NewStore(p.CronJobs(), clk, nil, time.Second)
+	job, err := cron.NewJob(cron.Spec{Name: "bins", Message: "Bins out tonight.", At: clk.Now().Add(time.Second).Format(time.RFC3339), Deliver: true, Channel: "telegram", To: "42"}, clk.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.Add(context.Background(), job); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(time.Minute) // overdue at start
+	tg := &collector{}
+	rt, err := Build(context.Background(), Options{Paths: p, Config: config.Default(), Clock: clk, NoModel: true, Services: ServiceCron,
+		StartChannels: func(rt *Runtime) error {
+			rt.Hub().Register("telegram", tg)
+			return nil
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close(context.Background())
+	eventually(t, "the overdue job on telegram", func() bool { return len(tg.contents()) == 1 })
+	if n, _ := rt.Outbox().Count(context.Background()); n != 0 {
+		t.Fatalf("%d kept in the outbox", n)
 	}
 }
