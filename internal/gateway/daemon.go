@@ -147,6 +147,7 @@ func Start(ctx context.Context, o DaemonOptions) (*Gateway, error) {
 	ro := o.Runtime
 	ro.Services = runtime.ServicesGateway
 	ro.CronChannels = nil
+	ro.ShutdownReason = shutdownReason
 	ro.StartChannels = func(rt *runtime.Runtime) error {
 		g.rt = rt
 		g.inbound, g.stopInbound = context.WithCancel(rt.ServiceContext())
@@ -169,9 +170,6 @@ const shutdownReason = "the gateway is shutting down"
 
 func (g *Gateway) shutdown(ctx context.Context) error {
 	g.stopInbound()
-	// A turn blocked on the owner would otherwise hold the whole grace
-	// period; cancelled, it tells the model and finishes promptly.
-	g.rt.Broker().CancelAll(shutdownReason)
 	return g.rt.Close(ctx)
 }
 

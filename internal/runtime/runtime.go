@@ -83,6 +83,9 @@ type Options struct {
 	// WrapCronHandler decorates the cron fire handler; a seam for process
 	// tests, never set in production.
 	WrapCronHandler func(cron.Handler) cron.Handler
+	// ShutdownReason is what a turn waiting on ask_user reads when Close
+	// ends its wait (default DefaultShutdownReason).
+	ShutdownReason string
 	// StartChannels, when set, registers the daemon's channel outlets and
 	// starts their listeners once everything is wired and before any
 	// service loop runs, so the first tick or fire already resolves to
@@ -108,6 +111,8 @@ type Runtime struct {
 	log      *slog.Logger
 	clk      clock.Clock
 	services Services
+	// shutdownReason is what Close tells a turn waiting on ask_user.
+	shutdownReason string
 
 	db        *sql.DB
 	sessions  *session.Store
@@ -166,7 +171,10 @@ func Build(ctx context.Context, o Options) (*Runtime, error) {
 	if o.Clock == nil {
 		o.Clock = clock.Real()
 	}
-	r := &Runtime{paths: o.Paths, cfg: o.Config, log: o.Logger, clk: o.Clock, services: o.Services}
+	if o.ShutdownReason == "" {
+		o.ShutdownReason = DefaultShutdownReason
+	}
+	r := &Runtime{paths: o.Paths, cfg: o.Config, log: o.Logger, clk: o.Clock, services: o.Services, shutdownReason: o.ShutdownReason}
 	r.ctx, r.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	r.svc, r.stopSvc = context.WithCancel(r.ctx)
 	ok := false
@@ -397,9 +405,9 @@ func (r *Runtime) observeTurns(start func(spine.TurnRequest), done func(spine.Tu
 	}
 }
 
-// shutdownReason is what a turn waiting on ask_user reads when the runtime
-// stops under it.
-const shutdownReason = "Raven is shutting down"
+// DefaultShutdownReason is what a turn waiting on ask_user reads when the
+// runtime stops under it.
+const DefaultShutdownReason = "Raven is shutting down"
 
 // Close stops the proactive services, ends pending ask_user waits, lets
 // running turns finish until ctx ends, cancels the rest, and closes the
@@ -407,13 +415,13 @@ const shutdownReason = "Raven is shutting down"
 func (r *Runtime) Close(ctx context.Context) error {
 	var errs []error
 	r.closed.Do(func() {
-		r.stopSvc()
-		r.bg.Wait()
 		// A turn blocked on the owner would otherwise hold the whole grace
 		// period; cancelled, it tells the model and finishes promptly.
 		if r.broker != nil {
-			r.broker.CancelAll(shutdownReason)
+			r.broker.CancelAll(r.shutdownReason)
 		}
+		r.stopSvc()
+		r.bg.Wait()
 		if r.scheduler != nil {
 			if err := r.scheduler.Shutdown(ctx); err != nil {
 				errs = append(errs, err)
