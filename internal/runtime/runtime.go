@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/raven-agent/raven/internal/agent"
 	"github.com/raven-agent/raven/internal/auth"
@@ -201,11 +202,15 @@ func Build(ctx context.Context, o Options) (*Runtime, error) {
 		{"triggers", r.buildTriggers},
 		{"inbound", r.buildInbound},
 	}
+	took := make([]any, 0, 2*len(steps))
 	for _, s := range steps {
+		start := time.Now()
 		if err := s.run(ctx, o); err != nil {
 			return nil, fmt.Errorf("runtime: %s: %w", s.name, err)
 		}
+		took = append(took, s.name, time.Since(start).Round(time.Microsecond).String())
 	}
+	r.log.Debug("runtime built", took...)
 	r.observeTurns(nil, o.OnTurnDone)
 	if o.StartChannels != nil {
 		if err := o.StartChannels(r); err != nil {
