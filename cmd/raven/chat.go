@@ -1,11 +1,14 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -13,9 +16,14 @@ import (
 	"github.com/raven-agent/raven/internal/channels"
 	"github.com/raven-agent/raven/internal/chat"
 	"github.com/raven-agent/raven/internal/controlapi"
-	"github.com/raven-agent/raven/internal/gateway"
+	"github.com/raven-agent/raven/internal/questions"
+	"github.com/raven-agent/raven/internal/runtime"
 	"github.com/raven-agent/raven/internal/spine"
 )
+
+// errNoTerminalAnswer ends a one-shot turn that asked the owner a question
+// when stdin cannot answer it.
+var errNoTerminalAnswer = errors.New("chat -m: Raven asked a question, but stdin is not a terminal and has no answer; run `raven chat` interactively, or pipe the answer into stdin")
 
 func newChatCmd(g *globals) *cobra.Command {
 	var message string
@@ -25,9 +33,12 @@ func newChatCmd(g *globals) *cobra.Command {
 		Long: `Interactive chat on conversation cli:direct. The prompt stays live while Raven works:
 type to add to the running turn, Ctrl-C cancels it, Ctrl-D (or /quit) exits.
 Proactive messages (reminders, nudges) are printed with a visible marker,
-including those a gateway running on the same data dir produces for cli:direct.
+including those a gateway running on the same data dir produces for cli:direct,
+and those kept in the outbox while no surface was attached.
 
-With -m, send one message, print the reply and exit (non-zero on failure).`,
+With -m, send one message, print the reply and exit (non-zero on failure). If the
+turn asks a question (ask_user), it is printed and the answer read from stdin; with
+no terminal and nothing on stdin the command fails at once.`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			p, cfg, err := g.loadConfig()
@@ -37,79 +48,89 @@ With -m, send one message, print the reply and exit (non-zero on failure).`,
 			// Keep routine logs off the conversation.
 			log := quietLogger(os.Stderr, cfg)
 			ctx := cmd.Context()
-			app, err := gateway.New(ctx, gateway.Options{Paths: p, Config: cfg, Logger: log})
+			o := runtime.Options{Paths: p, Config: cfg, Logger: log}
+			if message == "" {
+				// Fire cron jobs addressed to this terminal; per-fire claims keep a
+				// gateway on the same data dir from firing them twice. A gateway
+				// owns the Sentinel's tick loop: the chat shares its state only.
+				o.Services, o.CronChannels = runtime.ServiceCron, []string{runtime.CLIChannel}
+			}
+			rt, err := runtime.Build(ctx, o)
 			if err != nil {
 				return err
 			}
 			defer func() {
 				sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 				defer cancel()
-				app.Close(sctx)
+				rt.Close(sctx)
 			}()
-			app.EnableAskUser(nil)
-			// Share the Sentinel's state (injects ride chat replies) without
-			// ticking: a gateway on the same data dir owns the tick loop.
-			if _, err := app.AttachSentinel(ctx); err != nil {
-				return err
-			}
-			const conv = "cli:direct"
 			if message != "" {
-				return oneShot(ctx, app, conv, message, cmd)
+				return oneShot(ctx, rt, message, cmd)
 			}
-			// Fire cron jobs addressed to this terminal; per-fire claims keep a
-			// gateway on the same data dir from firing them twice.
-			if err := app.StartCron(ctx, "cli"); err != nil {
-				return err
-			}
-			disp, err := app.NewDispatcher()
-			if err != nil {
-				return err
-			}
-			repl, err := chat.New(chat.Options{
-				Conversation: conv,
-				Dispatch: func(ctx context.Context, req spine.TurnRequest) (*spine.Ticket, error) {
-					_, tk, err := disp.Dispatch(ctx, req)
-					return tk, err
-				},
-				Cancel:      app.Scheduler.Cancel,
-				HistoryFile: p.ChatHistory(),
-				Stdin:       os.Stdin, Stdout: cmd.OutOrStdout(), Stderr: cmd.ErrOrStderr(),
-			})
-			if err != nil {
-				return err
-			}
-			out := channels.NewCLI(repl.Stdout())
-			app.Hub.Register("cli", out)
-			// A gateway on the same data dir produces proactive messages for
-			// this conversation too (Sentinel nudges, cron deliveries): follow
-			// it for as long as the REPL runs, reconnecting quietly.
-			repl.Go(func(ctx context.Context) {
-				chat.Follow(ctx, chat.FollowOptions{
-					Conversation: conv, Deliver: out.Deliver, Logger: log,
-					Dial: func(ctx context.Context) (*controlapi.Client, error) {
-						return chat.DialGateway(ctx, p.Socket(), p.OperatorToken())
-					},
-				})
-			})
-			if app.Provider == nil {
-				fmt.Fprintln(repl.Stdout(), "No model configured: replies will explain how to set one (raven config set model ...).")
-			} else {
-				fmt.Fprintf(repl.Stdout(), "Raven on %s. Ctrl-C cancels a running turn, Ctrl-D exits.\n", app.Provider.Name())
-			}
-			return repl.Run(ctx)
+			return repl(ctx, rt, cmd)
 		},
 	}
 	cmd.Flags().StringVarP(&message, "message", "m", "", "send one message, print the reply, exit")
 	return cmd
 }
 
+func repl(ctx context.Context, rt *runtime.Runtime, cmd *cobra.Command) error {
+	p := rt.Paths()
+	const conv = runtime.CLIConversation
+	r, err := chat.New(chat.Options{
+		Conversation: conv,
+		Dispatch: func(ctx context.Context, req spine.TurnRequest) (*spine.Ticket, error) {
+			_, tk, err := rt.Inbound().Dispatch(ctx, req)
+			return tk, err
+		},
+		Cancel:      rt.Scheduler().Cancel,
+		HistoryFile: p.ChatHistory(),
+		Stdin:       os.Stdin, Stdout: cmd.OutOrStdout(), Stderr: cmd.ErrOrStderr(),
+	})
+	if err != nil {
+		return err
+	}
+	if rt.Provider() == nil {
+		fmt.Fprintln(r.Stdout(), "No model configured: replies will explain how to set one (raven config set model ...).")
+	} else {
+		fmt.Fprintf(r.Stdout(), "Raven on %s. Ctrl-C cancels a running turn, Ctrl-D exits.\n", rt.Provider().Name())
+	}
+	out := channels.NewCLI(r.Stdout())
+	// The REPL is this runtime's surface for cli:direct: replies, nudges and
+	// the outbox's waiting items are shown here.
+	detach, err := rt.AttachOwner(ctx, conv, out)
+	if err != nil {
+		return err
+	}
+	defer detach()
+	// A gateway on the same data dir produces proactive messages for this
+	// conversation too (Sentinel nudges, cron deliveries): follow it for as
+	// long as the REPL runs, reconnecting quietly.
+	r.Go(func(ctx context.Context) {
+		chat.Follow(ctx, chat.FollowOptions{
+			Conversation: conv, Deliver: out.Deliver, Logger: rt.Logger(),
+			Dial: func(ctx context.Context) (*controlapi.Client, error) {
+				return chat.DialGateway(ctx, p.Socket(), p.OperatorToken())
+			},
+		})
+	})
+	return r.Run(ctx)
+}
+
 // oneShot runs one user turn and prints its reply.
-func oneShot(ctx context.Context, app *gateway.App, conv, message string, cmd *cobra.Command) error {
+func oneShot(ctx context.Context, rt *runtime.Runtime, message string, cmd *cobra.Command) error {
 	if strings.TrimSpace(message) == "" {
 		return usageErr(errors.New("chat -m: empty message"))
 	}
+	const conv = runtime.CLIConversation
+	term := &oneShotTerminal{rt: rt, conv: conv, in: cmd.InOrStdin(), out: channels.NewCLI(cmd.OutOrStdout()), w: cmd.OutOrStdout()}
+	detach, err := rt.Attach(ctx, conv, term)
+	if err != nil {
+		return err
+	}
+	defer detach()
 	ch, id, _ := spine.SplitConversationKey(conv)
-	tk, err := app.Scheduler.Submit(spine.TurnRequest{Origin: spine.OriginUser, Channel: ch, ChatID: id, Content: message})
+	tk, err := rt.Scheduler().Submit(spine.TurnRequest{Origin: spine.OriginUser, Channel: ch, ChatID: id, Content: message})
 	if err != nil {
 		return err
 	}
@@ -117,9 +138,74 @@ func oneShot(ctx context.Context, app *gateway.App, conv, message string, cmd *c
 	if err != nil {
 		return err
 	}
+	if ferr := term.failed(); ferr != nil {
+		return ferr
+	}
 	if res.Err != nil {
 		return res.Err
 	}
 	fmt.Fprintln(cmd.OutOrStdout(), res.Reply)
+	if rt.Provider() == nil {
+		// The reply explained how to set one; the one-shot still failed.
+		return errChatNoModel
+	}
 	return nil
+}
+
+// errChatNoModel fails a one-shot chat that had no model to answer it.
+var errChatNoModel = errors.New("chat -m: no model configured")
+
+// oneShotTerminal is `raven chat -m`'s surface: proactive messages are
+// printed with the marker, the reply is left to oneShot, and an ask_user
+// question is printed and answered from stdin.
+type oneShotTerminal struct {
+	rt   *runtime.Runtime
+	conv string
+	in   io.Reader
+	out  *channels.CLI
+	w    io.Writer
+
+	once   sync.Once
+	lines  *bufio.Reader
+	mu     sync.Mutex
+	askErr error
+}
+
+func (t *oneShotTerminal) Deliver(ctx context.Context, m spine.Message) error {
+	if m.Reply {
+		return nil // printed by oneShot from the ticket
+	}
+	return t.out.Deliver(ctx, m)
+}
+
+// Ask prints the question and reads one line of stdin as its answer. With
+// nothing to read the turn is cancelled at once and the command fails.
+func (t *oneShotTerminal) Ask(req questions.ClarifyRequest) {
+	q := questions.Question{Question: req.Question, Choices: req.Choices, Header: req.Header, Recommended: req.Recommended}
+	fmt.Fprintln(t.w, questions.RenderChannelText(q, req.Index, req.Total, time.Duration(req.TimeoutS)*time.Second))
+	t.once.Do(func() { t.lines = bufio.NewReader(t.in) })
+	go func() {
+		line, err := t.lines.ReadString('\n')
+		line = strings.TrimSpace(line)
+		if line == "" && err != nil {
+			t.fail(errNoTerminalAnswer)
+			return
+		}
+		if rerr := t.rt.Broker().ReplyText(t.conv, line); rerr != nil {
+			t.fail(fmt.Errorf("chat -m: answer %q not taken: %w", line, rerr))
+		}
+	}()
+}
+
+func (t *oneShotTerminal) fail(err error) {
+	t.mu.Lock()
+	t.askErr = err
+	t.mu.Unlock()
+	t.rt.Scheduler().Cancel(t.conv)
+}
+
+func (t *oneShotTerminal) failed() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.askErr
 }

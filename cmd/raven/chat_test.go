@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,11 +16,13 @@ import (
 	"github.com/raven-agent/raven/internal/chat"
 	"github.com/raven-agent/raven/internal/controlapi"
 	"github.com/raven-agent/raven/internal/cron"
+	"github.com/raven-agent/raven/internal/gateway"
 )
 
 // A cron delivery to cli fired by the gateway reaches `raven chat` through
-// chat.attach, with the proactive marker; with no chat attached it is not
-// reported delivered; after a gateway restart the chat follows the new one.
+// chat.attach, with the proactive marker; with no chat attached it is kept
+// in the outbox (never dropped) and shown when the chat attaches; after a
+// gateway restart the chat follows the new one.
 func TestChatFollowsGatewayProactiveMessages(t *testing.T) {
 	dir := t.TempDir()
 	const text = "Stand up and stretch."
@@ -47,9 +50,9 @@ func TestChatFollowsGatewayProactiveMessages(t *testing.T) {
 	}
 
 	gw := startGatewayChild(t, dir)
-	eventually(t, "an undelivered fire with no chat attached", func() bool { return outcomes()[cron.StatusUndelivered] > 0 })
-	if n := outcomes()[cron.StatusDelivered]; n != 0 {
-		t.Fatalf("%d fires reported delivered with no chat attached", n)
+	eventually(t, "a fire kept in the outbox with no chat attached", func() bool { return outboxPending(t, dir) > 0 })
+	if n := outcomes()[cron.StatusUndelivered]; n != 0 {
+		t.Fatalf("%d fires dropped undelivered with no chat attached", n)
 	}
 
 	// The chat side: its CLI outlet, following cli:direct on the gateway.
@@ -78,6 +81,7 @@ func TestChatFollowsGatewayProactiveMessages(t *testing.T) {
 	eventually(t, "the attach", func() bool { return attaches.Load() == 1 })
 	eventually(t, "the cron message in chat's output", func() bool { return strings.Contains(term.String(), want) })
 	eventually(t, "a delivered fire", func() bool { return outcomes()[cron.StatusDelivered] > 0 })
+	eventually(t, "the outbox emptied by the attach", func() bool { return outboxPending(t, dir) == 0 })
 	for _, line := range strings.SplitAfter(term.String(), "\n") {
 		if line != "" && line != want {
 			t.Errorf("unexpected output line %q", line)
@@ -165,4 +169,20 @@ func waitUntil(d time.Duration, cond func() bool) bool {
 		time.Sleep(5 * time.Millisecond) // polling interval
 	}
 	return true
+}
+
+// outboxPending is what a running gateway reports waiting in its outbox.
+func outboxPending(t *testing.T, dir string) int {
+	t.Helper()
+	out, err := runRaven(t, "", "--data-dir", dir, "gateway", "status", "--json")
+	if err != nil {
+		t.Fatal(err, out)
+	}
+	var st struct {
+		Gateway gateway.Status `json:"gateway"`
+	}
+	if err := json.Unmarshal([]byte(out), &st); err != nil {
+		t.Fatal(err, out)
+	}
+	return st.Gateway.OutboxPending
 }

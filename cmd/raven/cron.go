@@ -17,6 +17,8 @@ import (
 	"github.com/raven-agent/raven/internal/config"
 	"github.com/raven-agent/raven/internal/cron"
 	"github.com/raven-agent/raven/internal/gateway"
+	"github.com/raven-agent/raven/internal/runtime"
+	"github.com/raven-agent/raven/internal/spine"
 )
 
 func newCronCmd(g *globals) *cobra.Command {
@@ -239,7 +241,7 @@ func newCronRunCmd(g *globals) *cobra.Command {
 			if _, err := env.store.Get(cmd.Context(), id); err != nil {
 				return cronErr(err)
 			}
-			running, err := cron.ServiceRunning(gateway.CronServiceLock(env.paths))
+			running, err := cron.ServiceRunning(runtime.CronServiceLock(env.paths))
 			if err != nil {
 				return err
 			}
@@ -250,12 +252,12 @@ func newCronRunCmd(g *globals) *cobra.Command {
 				fmt.Fprintf(cmd.OutOrStdout(), "requested %s; the running cron service fires it (see: raven cron runs %s)\n", id, id)
 				return nil
 			}
-			srv, err := gateway.OpenCronServer(cmd.Context(), env.serveOptions(cmd.OutOrStdout(), nil))
+			rt, err := env.standalone(cmd.Context(), cmd.OutOrStdout(), runtime.ServicesNone, nil)
 			if err != nil {
 				return err
 			}
-			defer srv.Close(context.WithoutCancel(cmd.Context()))
-			run, ferr := srv.Fire(cmd.Context(), id)
+			defer rt.Close(context.WithoutCancel(cmd.Context()))
+			run, ferr := rt.FireCron(cmd.Context(), id)
 			if asJSON {
 				if err := printJSON(cmd.OutOrStdout(), run); err != nil {
 					return err
@@ -330,9 +332,12 @@ func newCronServeCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "serve [--channels cli,webhook]",
 		Short: "Run the cron service alone in the foreground until SIGINT/SIGTERM",
-		Long: "Run the cron service in the foreground. --channels restricts it to jobs delivering to those " +
-			"channels (\"broadcast\" names broadcast jobs); default: every job. This command runs no model: " +
-			"a delivering job's message is printed verbatim as \"[cron <id>] <message>\" on stdout. Logs go to stderr.",
+		Long: "Run the cron service in the foreground, for a data dir with no gateway. It refuses to start " +
+			"while a gateway runs on the data dir: the gateway runs every job itself, with its model, and a " +
+			"second service without one would claim jobs it cannot run. --channels restricts it to jobs " +
+			"delivering to those channels (\"broadcast\" names broadcast jobs); default: every job. This command " +
+			"runs no model: a delivering job's message is printed verbatim as \"[cron <id>] <message>\" on " +
+			"stdout. Logs go to stderr.",
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			for _, c := range channels {
@@ -347,11 +352,22 @@ func newCronServeCmd(g *globals) *cobra.Command {
 			if !env.cfg.Cron.Enabled {
 				return errors.New("cron is disabled (cron.enabled=false in config.json)")
 			}
+			if running, pid, err := gateway.Running(env.paths); err != nil {
+				return err
+			} else if running {
+				return fmt.Errorf("%w: a gateway (pid %s) runs on %s and runs every job itself; stop it, or use raven cron run ID to fire one job through it",
+					errGatewayRunsCron, pid, env.paths.Root)
+			}
 			if env.cfg.Model != "" {
 				env.log.Info("cron serve runs no model; delivering job messages verbatim", "model", env.cfg.Model)
 			}
+			rt, err := env.standalone(cmd.Context(), cmd.OutOrStdout(), runtime.ServiceCron, channels)
+			if err != nil {
+				return err
+			}
 			env.log.Info("cron service started", "channels", channels, "pid", os.Getpid(), "jobs", env.paths.CronJobs())
-			err = gateway.ServeCron(cmd.Context(), env.serveOptions(cmd.OutOrStdout(), channels))
+			<-cmd.Context().Done()
+			err = rt.Close(context.WithoutCancel(cmd.Context()))
 			env.log.Info("cron service stopped")
 			return err
 		},
@@ -360,11 +376,27 @@ func newCronServeCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
-// serveOptions are the standalone service's options; deliveries to cli
-// print to out.
-func (env *cronEnv) serveOptions(out io.Writer, channels []string) gateway.CronServeOptions {
-	return gateway.CronServeOptions{
-		Paths: env.paths, Config: env.cfg, Logger: env.log, Clock: clock.Real(),
-		Out: out, Channels: channels, WrapHandler: cronTestHook(),
+// errGatewayRunsCron refuses `raven cron serve` beside a gateway.
+var errGatewayRunsCron = errors.New("cron serve: refused")
+
+// standalone builds the model-less runtime of `raven cron serve|run`: a
+// delivering job's message goes out verbatim, and this terminal is the
+// attached surface, printing "[cron <id>] <message>" lines to out.
+func (env *cronEnv) standalone(ctx context.Context, out io.Writer, svc runtime.Services, channels []string) (*runtime.Runtime, error) {
+	rt, err := runtime.Build(ctx, runtime.Options{
+		Paths: env.paths, Config: env.cfg, Logger: env.log, Clock: clock.Real(), NoModel: true,
+		Services: svc, CronChannels: channels, WrapCronHandler: cronTestHook(),
+	})
+	if err != nil {
+		return nil, err
 	}
+	if _, err := rt.Attach(ctx, runtime.CLIConversation, runtime.SurfaceFunc(func(_ context.Context, m spine.Message) error {
+		id, _ := m.Extras["cron_job_id"].(string)
+		_, err := fmt.Fprintf(out, "[cron %s] %s\n", id, m.Content)
+		return err
+	})); err != nil {
+		rt.Close(context.WithoutCancel(ctx))
+		return nil, err
+	}
+	return rt, nil
 }

@@ -4,15 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/raven-agent/raven/internal/clock"
-	"github.com/raven-agent/raven/internal/config"
+	"github.com/raven-agent/raven/internal/gateway"
 	"github.com/raven-agent/raven/internal/sentinel/executor"
-	"github.com/raven-agent/raven/internal/statefile"
 	"github.com/raven-agent/raven/internal/wake"
 )
 
@@ -42,7 +39,11 @@ func newSentinelDiscoverCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if pid, running := gatewayRunning(p); running {
+			running, pid, err := gateway.Running(p)
+			if err != nil {
+				return err
+			}
+			if running {
 				st := wake.NewTriggerStore(p.Triggers(), clock.Real(), quietLogger(cmd.ErrOrStderr(), cfg))
 				t, err := st.Add(cmd.Context(), wake.TriggerDiscovery, "raven sentinel discover")
 				var ce *wake.CorruptError
@@ -59,7 +60,7 @@ func newSentinelDiscoverCmd(g *globals) *cobra.Command {
 				fmt.Fprintf(out, "discovery requested (%s); the running gateway (pid %s) runs it within seconds and offers the menu on its channels\n", t.ID, pid)
 				return nil
 			}
-			sys, _, done, err := sentinelEnv(g, out, true)
+			sys, _, done, err := sentinelEnv(cmd.Context(), g, out)
 			if err != nil {
 				return err
 			}
@@ -96,21 +97,4 @@ func printDiscovery(w io.Writer, res executor.Result) {
 	default:
 		fmt.Fprintf(w, "no menu: %s\n", res.Note)
 	}
-}
-
-// gatewayRunning reports whether a gateway holds the data dir's lock, and
-// its pid as the lock file records it.
-func gatewayRunning(p config.Paths) (pid string, running bool) {
-	lk := statefile.NewLock(p.GatewayLock())
-	ok, err := lk.TryAcquire()
-	if err == nil && ok {
-		lk.Release()
-		return "", false
-	}
-	b, _ := os.ReadFile(p.GatewayLock())
-	pid = strings.TrimSpace(string(b))
-	if pid == "" {
-		pid = "?"
-	}
-	return pid, err == nil
 }

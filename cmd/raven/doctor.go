@@ -8,7 +8,7 @@ import (
 
 	"github.com/raven-agent/raven/internal/config"
 	"github.com/raven-agent/raven/internal/doctor"
-	"github.com/raven-agent/raven/internal/gateway"
+	"github.com/raven-agent/raven/internal/runtime"
 )
 
 func newDoctorCmd(g *globals) *cobra.Command {
@@ -26,7 +26,7 @@ func newDoctorCmd(g *globals) *cobra.Command {
 			if cerr == nil && g.model != "" {
 				cfg.Model = g.model
 			}
-			checks := doctor.Run(cmd.Context(), doctor.Options{Paths: p, Config: cfg, ConfigErr: cerr, ModelEndpoint: gateway.ProbeEndpoint})
+			checks := doctor.Run(cmd.Context(), doctor.Options{Paths: p, Config: cfg, ConfigErr: cerr, ModelEndpoint: runtime.ProbeEndpoint})
 			failed := false
 			for _, c := range checks {
 				failed = failed || c.Status == doctor.Fail

@@ -12,6 +12,7 @@ import (
 	"github.com/raven-agent/raven/internal/auth"
 	"github.com/raven-agent/raven/internal/controlapi"
 	"github.com/raven-agent/raven/internal/gateway"
+	"github.com/raven-agent/raven/internal/runtime"
 )
 
 func newGatewayCmd(g *globals) *cobra.Command {
@@ -29,7 +30,7 @@ One gateway per data dir; raven chat may run beside it.`,
 			}
 			log := newLogger(os.Stderr, cfg)
 			err = gateway.Run(cmd.Context(), gateway.DaemonOptions{
-				Options: gateway.Options{Paths: p, Config: cfg, Logger: log},
+				Runtime: runtime.Options{Paths: p, Config: cfg, Logger: log},
 				Version: version,
 			})
 			if errors.Is(err, gateway.ErrAlreadyRunning) {
@@ -75,12 +76,26 @@ One gateway per data dir; raven chat may run beside it.`,
 			if asJSON {
 				return printJSON(cmd.OutOrStdout(), st)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "gateway: running (pid %d, version %s, up %s, model %s, channels %v, sentinel enabled: %v)\n",
-				st.PID, st.Version, (time.Duration(st.UptimeS) * time.Second).String(), st.Gateway.Model, st.Gateway.Channels, st.Gateway.SentinelEnabled)
+			w, gs := cmd.OutOrStdout(), st.Gateway
+			fmt.Fprintf(w, "gateway: running (pid %d, version %s, up %s)\n", st.PID, st.Version, (time.Duration(st.UptimeS) * time.Second).String())
+			fmt.Fprintf(w, "  model:      %s (planner %s)\n", gs.Model, gs.PlannerModel)
+			fmt.Fprintf(w, "  channels:   %v (forward %v)\n", gs.Channels, gs.Forward)
+			fmt.Fprintf(w, "  sentinel:   %s every %s\n", onOff(gs.SentinelEnabled), gs.SentinelEvery)
+			fmt.Fprintf(w, "  heartbeat:  %s every %s\n", onOff(gs.HeartbeatOn), gs.HeartbeatEvery)
+			fmt.Fprintf(w, "  cron:       %s\n", onOff(gs.CronEnabled))
+			fmt.Fprintf(w, "  attached:   %v\n", gs.Attached)
+			fmt.Fprintf(w, "  outbox:     %d waiting\n", gs.OutboxPending)
 			return nil
 		},
 	}
 	status.Flags().BoolVar(&asJSON, "json", false, "print as JSON")
 	cmd.AddCommand(status)
 	return cmd
+}
+
+func onOff(b bool) string {
+	if b {
+		return "on"
+	}
+	return "off"
 }

@@ -10,8 +10,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/raven-agent/raven/internal/clock"
-	"github.com/raven-agent/raven/internal/gateway"
 	"github.com/raven-agent/raven/internal/heartbeat"
+	"github.com/raven-agent/raven/internal/runtime"
 	"github.com/raven-agent/raven/internal/spine"
 	"github.com/raven-agent/raven/internal/wake"
 )
@@ -161,24 +161,27 @@ func newHeartbeatRunCmd(g *globals) *cobra.Command {
 				return errors.New("heartbeat run: no model configured; set \"model\" in config.json, RAVEN_MODEL or --model (e.g. ollama/qwen2.5:7b)")
 			}
 			log := quietLogger(cmd.ErrOrStderr(), cfg)
-			prov, err := gateway.NewProvider(cfg, clock.Real(), log)
-			if err != nil {
-				return usageErr(err)
-			}
-			app, err := gateway.New(cmd.Context(), gateway.Options{Paths: p, Config: cfg, Logger: log, Provider: prov})
+			rt, err := runtime.Build(cmd.Context(), runtime.Options{Paths: p, Config: cfg, Logger: log})
 			if err != nil {
 				return err
 			}
-			defer app.Close(context.WithoutCancel(cmd.Context()))
+			defer rt.Close(context.WithoutCancel(cmd.Context()))
 			out := cmd.OutOrStdout()
-			// Nothing but this terminal is attached: the reply is printed.
-			o, err := app.RunHeartbeatOnce(cmd.Context(), spine.OutletFunc(func(_ context.Context, m spine.Message) error {
+			// This terminal is the attached surface: a due task's result is
+			// printed here (a channel this process has no outlet for is not
+			// reached from a manual run).
+			detach, err := rt.Attach(cmd.Context(), runtime.CLIConversation, runtime.SurfaceFunc(func(_ context.Context, m spine.Message) error {
 				if asJSON || g.json {
 					return nil
 				}
 				_, err := fmt.Fprintf(out, "\n%s\n", m.Content)
 				return err
 			}))
+			if err != nil {
+				return err
+			}
+			defer detach()
+			o, err := rt.Heartbeat().TickOnce(cmd.Context())
 			if asJSON || g.json {
 				if perr := printJSON(out, o); perr != nil {
 					return perr

@@ -76,7 +76,7 @@ func newNudgesFeedbackCmd(g *globals) *cobra.Command {
 			if !feedback.IsVerdict(verdict) {
 				return usageErr(fmt.Errorf("verdict %q: want accepted, dismissed or neutral", verdict))
 			}
-			sys, _, done, err := sentinelEnv(g, io.Discard, false)
+			sys, _, done, err := sentinelEnv(cmd.Context(), g, nil)
 			if err != nil {
 				return err
 			}

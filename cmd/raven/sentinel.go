@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -11,21 +10,12 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/raven-agent/raven/internal/channels"
-	"github.com/raven-agent/raven/internal/clock"
 	"github.com/raven-agent/raven/internal/config"
-	"github.com/raven-agent/raven/internal/gateway"
-	"github.com/raven-agent/raven/internal/llm"
+	"github.com/raven-agent/raven/internal/runtime"
 	"github.com/raven-agent/raven/internal/sentinel"
 	"github.com/raven-agent/raven/internal/sentinel/executor"
 	"github.com/raven-agent/raven/internal/sentinel/predictor"
-	"github.com/raven-agent/raven/internal/session"
-	"github.com/raven-agent/raven/internal/spine"
-	"github.com/raven-agent/raven/internal/sqlitedb"
 )
-
-// terminalChannel is the terminal's channel: the one outlet `raven sentinel`
-// has.
-const terminalChannel = "cli"
 
 func newSentinelCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
@@ -36,71 +26,29 @@ func newSentinelCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
-// sentinelEnv builds a Sentinel over the data dir's shared files. The only
-// outlet here is the terminal (out): a nudge for a cli session is printed
-// with the proactive marker; one for any other channel is not delivered
-// (the gateway owns those outlets), so the shared ledger and feedback log
-// never record a delivery that did not happen.
-// withModel builds the planner's model (sentinel.planner_model or the global
-// one) and reads the session store; close releases what was opened.
-func sentinelEnv(g *globals, out io.Writer, withModel bool) (sys *sentinel.System, p config.Paths, close func(), err error) {
+// sentinelEnv builds the runtime over the data dir's shared files, with
+// no service running. out, when set, is this terminal attached as the
+// cli:direct surface: the resolver sends a nudge there when no other
+// surface or channel of this process can take it. close releases it.
+func sentinelEnv(ctx context.Context, g *globals, out io.Writer) (sys *sentinel.System, p config.Paths, close func(), err error) {
 	close = func() {}
 	p, cfg, err := g.loadConfig()
 	if err != nil {
 		return nil, p, close, err
 	}
 	log := quietLogger(os.Stderr, cfg)
-	var provider llm.Provider
-	var sessions sentinel.SessionLister
-	var lastActivity func(context.Context, string) (time.Time, bool)
-	var messages func(context.Context, time.Time, int) ([]session.Entry, error)
-	if withModel {
-		mc := cfg
-		if cfg.Sentinel.PlannerModel != "" {
-			mc.Model = cfg.Sentinel.PlannerModel
-		}
-		provider, err = gateway.NewProvider(mc, clock.Real(), log)
-		if errors.Is(err, llm.ErrNoModel) {
-			provider, err = nil, nil // the planner skips; NewSystem logs it once
-		}
-		if err != nil {
-			return nil, p, close, usageErr(err)
-		}
-		// The session store gives the planner the owner's active sessions;
-		// without it the tick still runs on the files alone.
-		if db, derr := sqlitedb.Open(p.DB()); derr != nil {
-			log.Warn("sentinel: session store unavailable; ticking without sessions", "err", derr)
-		} else if st, serr := session.Open(context.Background(), db); serr != nil {
-			db.Close()
-			log.Warn("sentinel: session store unavailable; ticking without sessions", "err", serr)
-		} else {
-			sessions, lastActivity, messages, close = st.Active, st.LastActivity, st.Since, func() { db.Close() }
-		}
-	}
-	terminal := channels.NewCLI(out)
-	post := func(ctx context.Context, m spine.Message) error {
-		if m.Channel == terminalChannel {
-			return terminal.Deliver(ctx, m)
-		}
-		fmt.Fprintf(out, "not delivered: no %s outlet in this process (the gateway delivers it)\n", m.Channel)
-		return spine.ErrNoOutlet
-	}
-	sys, err = sentinel.NewSystem(sentinel.SystemOptions{
-		Paths: p, Config: cfg.Sentinel, Provider: provider, Post: post,
-		Sessions: sessions, LastActivity: lastActivity, Messages: messages,
-		Targets: func(session string) []executor.Target {
-			if ch, id, ok := spine.SplitConversationKey(session); ok {
-				return []executor.Target{{Channel: ch, ChatID: id}}
-			}
-			return []executor.Target{{Channel: terminalChannel, ChatID: "local"}}
-		},
-		Clock: clock.Real(), Logger: log,
-	})
+	rt, err := runtime.Build(ctx, runtime.Options{Paths: p, Config: cfg, Logger: log})
 	if err != nil {
-		close()
-		return nil, p, func() {}, err
+		return nil, p, close, err
 	}
-	return sys, p, close, nil
+	close = func() { rt.Close(context.WithoutCancel(ctx)) }
+	if out != nil {
+		if _, err := rt.Attach(ctx, runtime.CLIConversation, channels.NewCLI(out)); err != nil {
+			close()
+			return nil, p, func() {}, err
+		}
+	}
+	return rt.Sentinel(), p, close, nil
 }
 
 func newSentinelTickCmd(g *globals) *cobra.Command {
@@ -109,12 +57,12 @@ func newSentinelTickCmd(g *globals) *cobra.Command {
 		Use:   "tick",
 		Short: "Run one Sentinel tick now and show decision, route, policy verdict and delivery",
 		Long: "Runs one tick against the shared state (policy ledger, inject queue, defer heap).\n" +
-			"A nudge for a cli session is printed here; one for another channel is reported as not\n" +
-			"delivered (the gateway delivers those). Runs even when sentinel.enabled is false.",
+			"This terminal is attached as cli:direct: a nudge goes where the runtime's resolver says (a\n" +
+			"channel this process has, else this terminal). Runs even when sentinel.enabled is false.",
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			out := cmd.OutOrStdout()
-			sys, _, done, err := sentinelEnv(g, out, true)
+			sys, _, done, err := sentinelEnv(cmd.Context(), g, out)
 			if err != nil {
 				return err
 			}
@@ -198,7 +146,7 @@ func newSentinelStatusCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			sys, p, done, err := sentinelEnv(g, io.Discard, false)
+			sys, p, done, err := sentinelEnv(cmd.Context(), g, nil)
 			if err != nil {
 				return err
 			}

@@ -24,6 +24,14 @@ type FireOptions struct {
 	Forward []string
 	// LastChatID returns the chat of the channel's most recent session.
 	LastChatID func(channel string) (string, bool)
+	// Resolve, when set, replaces the built-in resolution of a job's
+	// channel and chat: the runtime's one target resolver (an attached
+	// surface, forward channels, the most recent real channel, else the
+	// outbox), asked at fire time.
+	Resolve func(channel, to string) []Target
+	// ResolveBroadcast, when set, gives a broadcast job's targets (every
+	// attached surface and forward channel) instead of the built-in ones.
+	ResolveBroadcast func() []Target
 	// RecordFire writes the shared NudgePolicy ledger (policy
 	// RecordCronFire: topic-tag fire plus a dispatched record marked
 	// neutral), so the Sentinel does not nudge the same topic meanwhile.
@@ -202,6 +210,9 @@ func (h *FireHandler) Targets(job Job) []Target {
 }
 
 func (h *FireHandler) broadcastTargets() []Target {
+	if h.o.ResolveBroadcast != nil {
+		return dedupe(h.o.ResolveBroadcast())
+	}
 	return dedupe(append(h.resolve("cli", ""), h.resolve("tui", "")...))
 }
 
@@ -212,6 +223,9 @@ func (h *FireHandler) broadcastTargets() []Target {
 func (h *FireHandler) resolve(channel, to string) []Target {
 	if channel == "" {
 		channel = "cli"
+	}
+	if h.o.Resolve != nil {
+		return dedupe(h.o.Resolve(channel, to))
 	}
 	if !spine.IsEphemeral(channel) {
 		if t, ok := h.real(channel, to); ok {

@@ -1,62 +1,80 @@
 package gateway
 
 import (
-	"sync"
+	"context"
 
+	"github.com/raven-agent/raven/internal/channels"
 	"github.com/raven-agent/raven/internal/controlapi"
+	"github.com/raven-agent/raven/internal/questions"
+	"github.com/raven-agent/raven/internal/runtime"
+	"github.com/raven-agent/raven/internal/spine"
 )
 
-// attachments tracks which control-API connections follow which
-// conversation, so chat.message and clarify.request reach only the TUI
-// clients that are looking at that conversation.
-type attachments struct {
-	mu    sync.Mutex
-	conns map[string]map[controlapi.Notifier]struct{}
+// clarifyRequestMethod is the notification carrying an ask_user question
+// to attached TUI clients.
+const clarifyRequestMethod = "clarify.request"
+
+// connSurface is one chat.attach connection as a runtime surface: messages
+// for its conversation go out as chat.message notifications. A slow
+// connection's bounded queue drops it, never the gateway.
+type connSurface struct{ n controlapi.Notifier }
+
+func (s connSurface) Deliver(_ context.Context, m spine.Message) error {
+	return s.n.Notify(channels.ChatMessageMethod, channels.ChatMessage{Conversation: spine.ConversationKey(m.Channel, m.ChatID),
+		Content: m.Content, Origin: string(m.Origin), Proactive: m.Proactive, Reply: m.Reply})
 }
 
-func newAttachments() *attachments {
-	return &attachments{conns: make(map[string]map[controlapi.Notifier]struct{})}
+// tuiSurface is a TUI connection: it also draws ask_user questions itself
+// from clarify.request, so they are not sent to it as text.
+type tuiSurface struct{ connSurface }
+
+func (s tuiSurface) Ask(req questions.ClarifyRequest) {
+	s.n.Notify(clarifyRequestMethod, req) // a dead connection is detached when Done closes
 }
 
-// attach follows conv on n until n's connection ends.
-func (a *attachments) attach(conv string, n controlapi.Notifier) {
-	a.mu.Lock()
-	set := a.conns[conv]
-	if set == nil {
-		set = make(map[controlapi.Notifier]struct{})
-		a.conns[conv] = set
+// attachKey is one connection following one conversation: a repeated
+// chat.attach on it changes nothing.
+type attachKey struct {
+	conv string
+	n    controlapi.Notifier
+}
+
+// attach follows conv on n until n's connection ends, delivers the owner's
+// pending outbox items to it, and shows it the question ask_user is waiting
+// on there, if any: it was sent before n attached. A question asked in
+// between may reach n twice (same batch and index), never not at all.
+func (g *Gateway) attach(ctx context.Context, conv string, n controlapi.Notifier) error {
+	key := attachKey{conv, n}
+	g.attachMu.Lock()
+	_, again := g.attached[key]
+	if !again {
+		g.attached[key] = struct{}{}
 	}
-	_, already := set[n]
-	set[n] = struct{}{}
-	a.mu.Unlock()
-	if already {
-		return
-	}
-	go func() {
-		<-n.Done()
-		a.mu.Lock()
-		delete(a.conns[conv], n)
-		if len(a.conns[conv]) == 0 {
-			delete(a.conns, conv)
+	g.attachMu.Unlock()
+	if !again {
+		var surf runtime.Surface = connSurface{n}
+		if ch, _, _ := spine.SplitConversationKey(conv); ch == channels.TUIChannel {
+			surf = tuiSurface{connSurface{n}}
 		}
-		a.mu.Unlock()
-	}()
-}
-
-// notify sends method to every connection attached to conv and reports how
-// many it reached. A slow connection's bounded queue drops it, never us.
-func (a *attachments) notify(conv, method string, params any) int {
-	a.mu.Lock()
-	targets := make([]controlapi.Notifier, 0, len(a.conns[conv]))
-	for n := range a.conns[conv] {
-		targets = append(targets, n)
+		detach, err := g.rt.AttachOwner(ctx, conv, surf)
+		if err != nil {
+			g.attachMu.Lock()
+			delete(g.attached, key)
+			g.attachMu.Unlock()
+			return controlapi.InvalidParams("%v", err)
+		}
+		go func() {
+			<-n.Done()
+			detach()
+			g.attachMu.Lock()
+			delete(g.attached, key)
+			g.attachMu.Unlock()
+		}()
 	}
-	a.mu.Unlock()
-	sent := 0
-	for _, n := range targets {
-		if n.Notify(method, params) == nil {
-			sent++
+	if req, ok := g.rt.Broker().Pending(conv); ok {
+		if err := n.Notify(clarifyRequestMethod, req); err != nil {
+			g.rt.Logger().Debug("clarify.request not resent on attach", "conversation", conv, "err", err)
 		}
 	}
-	return sent
+	return nil
 }

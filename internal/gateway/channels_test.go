@@ -11,6 +11,7 @@ import (
 	"github.com/raven-agent/raven/internal/config"
 	"github.com/raven-agent/raven/internal/controlapi"
 	"github.com/raven-agent/raven/internal/llm"
+	"github.com/raven-agent/raven/internal/runtime"
 	"github.com/raven-agent/raven/internal/spine"
 )
 
@@ -68,7 +69,7 @@ func startTestGateway(t *testing.T, prov llm.Provider) (g *Gateway, shutdown fun
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	g, err = Start(context.Background(), DaemonOptions{Options: Options{Paths: p, Config: cfg, Provider: prov}})
+	g, err = Start(context.Background(), DaemonOptions{Runtime: runtime.Options{Paths: p, Config: cfg, Provider: prov}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,9 +109,11 @@ func TestEphemeralOutletsReportNobodyAttached(t *testing.T) {
 			n := newFakeNotifier()
 			defer close(n.done)
 			if tc.attachTo != "" {
-				g.attached.attach(tc.attachTo, n)
+				if err := g.attach(context.Background(), tc.attachTo, n); err != nil {
+					t.Fatal(err)
+				}
 			}
-			err := g.App.Hub.Post(context.Background(), spine.Message{Channel: tc.channel, ChatID: tc.chatID,
+			err := g.Runtime().Hub().Post(context.Background(), spine.Message{Channel: tc.channel, ChatID: tc.chatID,
 				Content: "nudge", Origin: spine.OriginSentinel, Proactive: true})
 			if tc.wantErr {
 				if !errors.Is(err, spine.ErrNoOutlet) {

@@ -1,3 +1,5 @@
+// Package gateway is `raven gateway`: the daemon — single-instance lock,
+// control API, attached TUI and chat connections, channels — on top of one runtime.
 package gateway
 
 import (
@@ -13,11 +15,10 @@ import (
 	"time"
 
 	"github.com/raven-agent/raven/internal/auth"
-	"github.com/raven-agent/raven/internal/channels"
+	"github.com/raven-agent/raven/internal/config"
 	"github.com/raven-agent/raven/internal/controlapi"
-	"github.com/raven-agent/raven/internal/eventlog"
 	"github.com/raven-agent/raven/internal/questions"
-	"github.com/raven-agent/raven/internal/spine"
+	"github.com/raven-agent/raven/internal/runtime"
 	"github.com/raven-agent/raven/internal/statefile"
 )
 
@@ -26,7 +27,9 @@ var ErrAlreadyRunning = errors.New("gateway: already running")
 
 // DaemonOptions configure Run.
 type DaemonOptions struct {
-	Options
+	// Runtime are the runtime's inputs; Start runs every service
+	// (runtime.ServicesGateway) whatever Runtime.Services says.
+	Runtime runtime.Options
 	Version string
 	// Ready, when set, is called once the control socket accepts calls.
 	Ready func(startup time.Duration)
@@ -34,17 +37,14 @@ type DaemonOptions struct {
 	TelegramServerURL string
 }
 
-// Gateway is a running daemon's handles, for tests and the demo.
+// Gateway is the daemon on top of one runtime: the control API, the
+// attached TUI and chat connections, and the channels' listeners.
 type Gateway struct {
-	App       *App
-	Auth      *auth.Store
-	Events    *eventlog.Log
-	Questions *questions.Store
-	Control   *controlapi.Server
-	Inbound   *channels.Dispatcher
-	attached  *attachments
-	// events queues runtime events for the event log's writer goroutine.
-	events *eventWriter
+	rt      *runtime.Runtime
+	control *controlapi.Server
+	// attached are the chat.attach connections, so a repeat is a no-op.
+	attachMu sync.Mutex
+	attached map[attachKey]struct{}
 	// inbound ends the channels' receive loops (Telegram polling, the
 	// webhook listener) before the scheduler drains, so no message is
 	// acknowledged that could no longer be run.
@@ -52,23 +52,29 @@ type Gateway struct {
 	stopInbound context.CancelFunc
 }
 
+// Runtime is the gateway's runtime.
+func (g *Gateway) Runtime() *runtime.Runtime { return g.rt }
+
+// Control is the gateway's control-API server.
+func (g *Gateway) Control() *controlapi.Server { return g.control }
+
 // Run is `raven gateway`: it takes the single-instance lock, starts every
 // service, serves the control API until ctx ends, then shuts down gracefully:
 // stop accepting, let running turns finish within the grace period, cancel
 // the rest, persist, exit.
 func Run(ctx context.Context, o DaemonOptions) error {
 	start := time.Now()
-	lock := statefile.NewLock(o.Paths.GatewayLock())
+	lock := statefile.NewLock(o.Runtime.Paths.GatewayLock())
 	ok, err := lock.TryAcquire()
 	if err != nil {
 		return err
 	}
 	if !ok {
-		pid := readPID(o.Paths.GatewayLock())
-		return fmt.Errorf("%w for %s (pid %s); stop it first or use another --data-dir", ErrAlreadyRunning, o.Paths.Root, pid)
+		pid := readPID(o.Runtime.Paths.GatewayLock())
+		return fmt.Errorf("%w for %s (pid %s); stop it first or use another --data-dir", ErrAlreadyRunning, o.Runtime.Paths.Root, pid)
 	}
 	defer lock.Release()
-	if err := os.WriteFile(o.Paths.GatewayLock(), []byte(strconv.Itoa(os.Getpid())+"\n"), 0o600); err != nil {
+	if err := os.WriteFile(o.Runtime.Paths.GatewayLock(), []byte(strconv.Itoa(os.Getpid())+"\n"), 0o600); err != nil {
 		return fmt.Errorf("gateway: write pid: %w", err)
 	}
 
@@ -76,7 +82,7 @@ func Run(ctx context.Context, o DaemonOptions) error {
 	if err != nil {
 		return err
 	}
-	ln, err := controlapi.ListenUnix(o.Paths.Socket())
+	ln, err := controlapi.ListenUnix(o.Runtime.Paths.Socket())
 	if err != nil {
 		g.shutdown(context.Background())
 		return err
@@ -87,13 +93,13 @@ func Run(ctx context.Context, o DaemonOptions) error {
 		serving.Add(1)
 		go func() {
 			defer serving.Done()
-			if err := g.Control.Serve(serveCtx, ln); err != nil && serveCtx.Err() == nil {
-				g.App.Log.Error("control API stopped", "addr", ln.Addr(), "err", err)
+			if err := g.control.Serve(serveCtx, ln); err != nil && serveCtx.Err() == nil {
+				g.rt.Logger().Error("control API stopped", "addr", ln.Addr(), "err", err)
 			}
 		}()
 	}
 	serve(ln)
-	if gc := o.Config.Gateway; gc.TCPListen != "" {
+	if gc := o.Runtime.Config.Gateway; gc.TCPListen != "" {
 		tln, err := controlapi.ListenTLS(gc.TCPListen, gc.TLSCert, gc.TLSKey)
 		if err != nil {
 			stopServe()
@@ -104,21 +110,21 @@ func Run(ctx context.Context, o DaemonOptions) error {
 		serve(tln)
 	}
 	startup := time.Since(start)
-	g.App.Log.Info("gateway ready", "socket", o.Paths.Socket(), "pid", os.Getpid(), "startup", startup.Round(time.Microsecond),
-		"model", providerName(g.App), "sentinel", o.Config.Sentinel.Enabled)
+	g.rt.Logger().Info("gateway ready", "socket", o.Runtime.Paths.Socket(), "pid", os.Getpid(), "startup", startup.Round(time.Microsecond),
+		"model", g.rt.ProviderName(), "sentinel", o.Runtime.Config.Sentinel.Enabled)
 	if o.Ready != nil {
 		o.Ready(startup)
 	}
 
 	<-ctx.Done()
-	g.App.Log.Info("gateway stopping", "grace", o.Config.Gateway.ShutdownGrace.D())
+	g.rt.Logger().Info("gateway stopping", "grace", o.Runtime.Config.Gateway.ShutdownGrace.D())
 	stopServe() // stop accepting control-API connections
 	serving.Wait()
-	grace, cancel := context.WithTimeout(context.Background(), o.Config.Gateway.ShutdownGrace.D())
+	grace, cancel := context.WithTimeout(context.Background(), o.Runtime.Config.Gateway.ShutdownGrace.D())
 	defer cancel()
 	err = g.shutdown(grace)
-	os.Remove(o.Paths.Socket())
-	g.App.Log.Info("gateway stopped")
+	os.Remove(o.Runtime.Paths.Socket())
+	g.rt.Logger().Info("gateway stopped")
 	if err != nil && !errors.Is(err, context.DeadlineExceeded) {
 		return err
 	}
@@ -133,16 +139,26 @@ func readPID(path string) string {
 	return strings.TrimSpace(string(b))
 }
 
-// Start assembles and starts every gateway service except the listeners.
+// Start builds the runtime with every service and starts the gateway's
+// own parts except the listeners: the control API, the operator token, the
+// channels.
 func Start(ctx context.Context, o DaemonOptions) (*Gateway, error) {
-	app, err := New(ctx, o.Options)
+	g := &Gateway{attached: map[attachKey]struct{}{}}
+	ro := o.Runtime
+	ro.Services = runtime.ServicesGateway
+	ro.CronChannels = nil
+	ro.ShutdownReason = shutdownReason
+	ro.StartChannels = func(rt *runtime.Runtime) error {
+		g.rt = rt
+		g.inbound, g.stopInbound = context.WithCancel(rt.ServiceContext())
+		return g.startChannels(o)
+	}
+	rt, err := runtime.Build(ctx, ro)
 	if err != nil {
 		return nil, err
 	}
-	g := &Gateway{App: app, attached: newAttachments()}
-	g.inbound, g.stopInbound = context.WithCancel(app.Context())
 	if err := g.wire(ctx, o); err != nil {
-		app.Close(context.Background())
+		rt.Close(context.Background())
 		return nil, err
 	}
 	return g, nil
@@ -154,105 +170,52 @@ const shutdownReason = "the gateway is shutting down"
 
 func (g *Gateway) shutdown(ctx context.Context) error {
 	g.stopInbound()
-	// A turn blocked on the owner would otherwise hold the whole grace
-	// period; cancelled, it tells the model and finishes promptly.
-	if b := g.App.Broker; b != nil {
-		b.CancelAll(shutdownReason)
-	}
-	return g.App.Close(ctx)
+	return g.rt.Close(ctx)
 }
 
 // Shutdown stops a gateway made with Start.
 func (g *Gateway) Shutdown(ctx context.Context) error { return g.shutdown(ctx) }
 
 func (g *Gateway) wire(ctx context.Context, o DaemonOptions) error {
-	a := g.App
-	log := a.Log
-	var err error
-	if g.Auth, err = auth.NewStore(ctx, a.DB, a.Clock); err != nil {
+	rt := g.rt
+	if _, err := rt.Auth().EnsureOperatorToken(ctx, rt.Paths().OperatorToken()); err != nil {
 		return err
 	}
-	if _, err := g.Auth.EnsureOperatorToken(ctx, a.Paths.OperatorToken()); err != nil {
-		return err
-	}
-	gc := a.Config.Gateway
-	if g.Events, err = eventlog.Open(ctx, a.DB, eventlog.Options{Clock: a.Clock, Logger: log.With("component", "events"),
-		MaxCount: gc.EventsMaxCount, MaxAge: gc.EventsMaxAge.D()}); err != nil {
-		return err
-	}
-	a.AddCloser(func(context.Context) error { g.Events.Close(); return nil })
-	g.recordEvents()
+	g.control = controlapi.NewServer(controlapi.Options{Auth: rt.Auth(), Clock: rt.Clock(), Logger: rt.Logger().With("component", "controlapi")})
+	g.control.RegisterBuiltins(controlapi.Builtins{Leases: rt.Auth(), Events: rt.Events(), Version: o.Version, Status: g.status})
 
-	// Control API.
-	g.Control = controlapi.NewServer(controlapi.Options{Auth: g.Auth, Clock: a.Clock, Logger: log.With("component", "controlapi")})
-	g.Control.RegisterBuiltins(controlapi.Builtins{Leases: g.Auth, Events: g.Events, Version: o.Version, Status: g.status})
-
-	// ask_user: clarify.request goes to the TUI clients attached to the
-	// conversation; chat channels get the question rendered as text.
-	broker := a.EnableAskUser(func(conv string, req questions.ClarifyRequest) {
-		g.attached.notify(conv, clarifyRequestMethod, req)
-	})
-	authority := questions.Authority{Controllers: g.Auth, Credentials: credentialGenerations{g.Auth}}
-	clarify := &questions.ClarifyHandler{Broker: broker, Authority: authority}
-	g.Control.Handle("clarify.respond", controlapi.Control, func(ctx context.Context, c *controlapi.Call) (any, error) {
+	clarify := &questions.ClarifyHandler{Broker: rt.Broker(), Authority: rt.Authority()}
+	g.control.Handle("clarify.respond", controlapi.Control, func(ctx context.Context, c *controlapi.Call) (any, error) {
 		return rpcErr(clarify.ClarifyRespond(ctx, c.Principal, c.Params))
 	})
-
-	// Durable owner questions.
-	if g.Questions, err = questions.OpenStore(ctx, a.DB, questions.StoreOptions{
-		Clock: a.Clock, Logger: log.With("component", "questions"),
-		Emit: func(ctx context.Context, kind, conv string, payload any) error {
-			_, err := g.Events.Append(ctx, kind, conv, payload)
-			return err
-		},
-		Continue:  g.continueAnswer,
-		Authority: authority,
-	}); err != nil {
-		return err
-	}
-	if rep, err := g.Questions.Recover(ctx); err != nil {
-		return err
-	} else {
-		log.Info("owner questions recovered", "report", fmt.Sprintf("%+v", rep))
-	}
+	qs := rt.Questions()
 	for method, h := range map[string]func(context.Context, auth.Principal, json.RawMessage) (any, error){
-		"input_get": g.Questions.InputGet, "input_answer": g.Questions.InputAnswer, "input_cancel": g.Questions.InputCancel,
+		"input_get": qs.InputGet, "input_answer": qs.InputAnswer, "input_cancel": qs.InputCancel,
 	} {
 		access := controlapi.Control
 		if method == "input_get" {
 			access = controlapi.Read
 		}
 		h := h
-		g.Control.Handle(method, access, func(ctx context.Context, c *controlapi.Call) (any, error) {
+		g.control.Handle(method, access, func(ctx context.Context, c *controlapi.Call) (any, error) {
 			return rpcErr(h(ctx, c.Principal, c.Params))
 		})
 	}
-	a.Tools.Register(questions.NewQuestionTool(g.Questions))
+	g.control.Handle("chat.send", controlapi.Control, g.chatSend)
+	g.control.Handle("chat.attach", controlapi.Read, g.chatAttach)
+	return nil
+}
 
-	// The proactive services. The task-discovery pick consumer is an
-	// agent inbound hook (StartSentinel), so it runs once, for every surface.
-	sys, err := a.StartSentinel(ctx)
+// Running reports whether a gateway holds paths' data dir, and its pid.
+func Running(p config.Paths) (bool, string, error) {
+	lock := statefile.NewLock(p.GatewayLock())
+	ok, err := lock.TryAcquire()
 	if err != nil {
-		return err
+		return false, "", err
 	}
-	if _, err := a.StartHeartbeat(); err != nil {
-		return err
+	if ok {
+		lock.Release()
+		return false, "", nil
 	}
-	if err := a.StartCron(ctx); err != nil {
-		return err
-	}
-	a.StartTriggers(
-		func(ctx context.Context) { sys.Runner.TickOnce(ctx) },
-		func(ctx context.Context) { sys.Runner.RunDiscovery(ctx) },
-	)
-
-	// Inbound dispatch shared by every channel and chat.send.
-	if g.Inbound, err = a.NewDispatcher(); err != nil {
-		return err
-	}
-	a.Hub.Register(channels.TUIChannel, channels.NewTUI(g.publishTUI))
-	a.Hub.Register(cliChannel, spine.OutletFunc(g.deliverCLI))
-	g.Control.Handle("chat.send", controlapi.Control, g.chatSend)
-	g.Control.Handle("chat.attach", controlapi.Read, g.chatAttach)
-	return g.startChannels(o)
+	return true, readPID(p.GatewayLock()), nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/raven-agent/raven/internal/config"
 	"github.com/raven-agent/raven/internal/controlapi"
 	"github.com/raven-agent/raven/internal/llm"
+	"github.com/raven-agent/raven/internal/runtime"
 )
 
 // An in-process gateway with every channel on, the control API served and a
@@ -42,7 +43,7 @@ func TestStartShutdownLeavesNoGoroutine(t *testing.T) {
 	}
 
 	ctx := context.Background()
-	g, err := Start(ctx, DaemonOptions{Options: Options{Paths: p, Config: cfg,
+	g, err := Start(ctx, DaemonOptions{Runtime: runtime.Options{Paths: p, Config: cfg,
 		Provider: llm.NewScripted([]llm.Turn{{Content: "tui reply"}, {Content: "telegram reply"}})}})
 	if err != nil {
 		t.Fatal(err)
@@ -60,7 +61,7 @@ func TestStartShutdownLeavesNoGoroutine(t *testing.T) {
 	}
 	serveCtx, stopServe := context.WithCancel(ctx)
 	served := make(chan error, 1)
-	go func() { served <- g.Control.Serve(serveCtx, ln) }()
+	go func() { served <- g.Control().Serve(serveCtx, ln) }()
 
 	c := dialToken(t, sock, operatorToken(t, p.Root))
 	call(t, c, "chat.attach", map[string]any{"conversation": "tui:main"}, nil)

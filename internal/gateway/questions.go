@@ -1,37 +1,11 @@
 package gateway
 
 import (
-	"context"
 	"errors"
 
-	"github.com/raven-agent/raven/internal/auth"
 	"github.com/raven-agent/raven/internal/controlapi"
 	"github.com/raven-agent/raven/internal/questions"
-	"github.com/raven-agent/raven/internal/spine"
 )
-
-// continueAnswer submits the ANSWER-origin turn that continues a
-// conversation after its owner answered a durable question, and records
-// the run's end on the receipt.
-func (g *Gateway) continueAnswer(ctx context.Context, conv, runID string, ans questions.OwnerAnswer) error {
-	ch, id, ok := spine.SplitConversationKey(conv)
-	if !ok {
-		ch, id = "owner", conv
-	}
-	tk, err := g.App.Scheduler.Submit(spine.TurnRequest{Origin: spine.OriginAnswer, ConversationID: conv, Channel: ch, ChatID: id,
-		Content: ans.Content(), Extras: map[string]any{"run_id": runID}})
-	if err != nil {
-		return err
-	}
-	g.App.GoUntilClose("answer-run", func(actx context.Context) error {
-		res, err := tk.Wait(actx)
-		if err != nil {
-			return nil // shutting down: Recover marks it failed at next start
-		}
-		return g.Questions.FinishRun(context.WithoutCancel(actx), runID, res.Err)
-	})
-	return nil
-}
 
 // rpcErr maps the questions package's typed errors onto JSON-RPC errors.
 func rpcErr(v any, err error) (any, error) {
@@ -68,21 +42,4 @@ func rpcErr(v any, err error) (any, error) {
 type QuestionErrorData struct {
 	Code   string `json:"questions_code"`
 	Reason string `json:"reason,omitempty"`
-}
-
-// credentialGenerations adapts the auth store to the questions package's
-// view of credentials: current generation, and whether still active.
-type credentialGenerations struct{ s *auth.Store }
-
-func (c credentialGenerations) CredentialGeneration(ctx context.Context, name string) (int, bool, error) {
-	creds, err := c.s.List(ctx)
-	if err != nil {
-		return 0, false, err
-	}
-	for _, cr := range creds {
-		if cr.Name == name {
-			return cr.Generation, !cr.Revoked(), nil
-		}
-	}
-	return 0, false, nil
 }

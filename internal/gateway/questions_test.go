@@ -28,8 +28,10 @@ func askOnTUI(t *testing.T, g *Gateway) (*spine.Ticket, questions.ClarifyRequest
 	t.Helper()
 	watcher := newFakeNotifier()
 	t.Cleanup(func() { close(watcher.done) })
-	g.attach("tui:main", watcher)
-	tk, err := g.App.Scheduler.Submit(spine.TurnRequest{Origin: spine.OriginUser, Channel: "tui", ChatID: "main", Content: "ship it"})
+	if err := g.attach(context.Background(), "tui:main", watcher); err != nil {
+		t.Fatal(err)
+	}
+	tk, err := g.Runtime().Scheduler().Submit(spine.TurnRequest{Origin: spine.OriginUser, Channel: "tui", ChatID: "main", Content: "ship it"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,8 +68,12 @@ func TestAttachResendsPendingQuestion(t *testing.T) {
 	late, other := newFakeNotifier(), newFakeNotifier()
 	defer close(late.done)
 	defer close(other.done)
-	g.attach("tui:other", other)
-	g.attach("tui:main", late)
+	if err := g.attach(context.Background(), "tui:other", other); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.attach(context.Background(), "tui:main", late); err != nil {
+		t.Fatal(err)
+	}
 	got := late.notes()
 	if len(got) != 1 || got[0].method != "clarify.request" {
 		t.Fatalf("late attach got %+v", got)
@@ -79,14 +85,16 @@ func TestAttachResendsPendingQuestion(t *testing.T) {
 	if n := other.notes(); len(n) != 0 {
 		t.Fatalf("other conversation got %+v", n)
 	}
-	if err := g.App.Broker.Reply("tui:main", questions.Response{Batch: asked.Batch, Label: "no"}); err != nil {
+	if err := g.Runtime().Broker().Reply("tui:main", questions.Response{Batch: asked.Batch, Label: "no"}); err != nil {
 		t.Fatal(err)
 	}
 	waitTurn(t, tk)
 	// Nothing pending any more: a new attach is not shown a question.
 	again := newFakeNotifier()
 	defer close(again.done)
-	g.attach("tui:main", again)
+	if err := g.attach(context.Background(), "tui:main", again); err != nil {
+		t.Fatal(err)
+	}
 	if n := again.notes(); len(n) != 0 {
 		t.Fatalf("attach after the answer got %+v", n)
 	}
@@ -96,15 +104,15 @@ func TestAttachResendsPendingQuestion(t *testing.T) {
 func TestClarifyEventsRecorded(t *testing.T) {
 	g, _ := startTestGateway(t, askTurns())
 	tk, asked := askOnTUI(t, g)
-	if err := g.App.Broker.Reply("tui:main", questions.Response{Batch: asked.Batch, Text: "hunter2-answer"}); err != nil {
+	if err := g.Runtime().Broker().Reply("tui:main", questions.Response{Batch: asked.Batch, Text: "hunter2-answer"}); err != nil {
 		t.Fatal(err)
 	}
 	waitTurn(t, tk)
 	ctx := context.Background()
-	if err := g.events.Close(ctx); err != nil { // flush
+	if err := g.Runtime().FlushEvents(ctx); err != nil {
 		t.Fatal(err)
 	}
-	evs, _, err := g.Events.Tail(ctx, 0, 1000)
+	evs, _, err := g.Runtime().Events().Tail(ctx, 0, 1000)
 	if err != nil {
 		t.Fatal(err)
 	}

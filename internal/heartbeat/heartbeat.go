@@ -54,6 +54,10 @@ type Options struct {
 	ChatID     string
 	Forward    []string
 	LastChatID func(channel string) string
+	// Resolve, when set, replaces ResolveTargets: the runtime's one target
+	// resolver (an attached surface, forward channels, the most recent real
+	// channel, else the outbox), asked at fire time.
+	Resolve func(channel, chatID string) []Target
 	// Waiter is the wake scheduler; nil sleeps the plain interval.
 	Waiter Waiter
 	// LastRunPath records each outcome for status displays; "" disables.
@@ -237,7 +241,11 @@ func (s *Service) runTasks(ctx context.Context, out Outcome, d Decision) (Outcom
 	if s.opts.Submit == nil {
 		return out, errors.New("heartbeat: no agent loop wired (Submit is nil)")
 	}
-	out.Targets = ResolveTargets(s.opts.Channel, s.opts.ChatID, s.opts.Forward, s.opts.LastChatID)
+	if s.opts.Resolve != nil {
+		out.Targets = s.opts.Resolve(s.opts.Channel, s.opts.ChatID)
+	} else {
+		out.Targets = ResolveTargets(s.opts.Channel, s.opts.ChatID, s.opts.Forward, s.opts.LastChatID)
+	}
 	req := spine.TurnRequest{
 		Origin:         spine.OriginHeartbeat,
 		ConversationID: Conversation,

@@ -1,15 +1,13 @@
-package gateway
+package runtime
 
 import (
 	"context"
 	"errors"
 	"strings"
 	"testing"
-	"time"
 
 	"go.uber.org/goleak"
 
-	"github.com/raven-agent/raven/internal/clock"
 	"github.com/raven-agent/raven/internal/config"
 	"github.com/raven-agent/raven/internal/llm"
 	"github.com/raven-agent/raven/internal/sentinel/executor"
@@ -18,70 +16,27 @@ import (
 	"github.com/raven-agent/raven/internal/spine"
 )
 
-func newSentinelApp(t *testing.T, enabled bool, turns []llm.Turn) (*App, *clock.Fake) {
-	t.Helper()
-	return newApp(t, enabled, llm.NewScripted(turns))
-}
-
-func newSentinelAppWith(t *testing.T, p llm.Provider) (*App, *clock.Fake) {
-	t.Helper()
-	return newApp(t, false, p)
-}
-
-func newApp(t *testing.T, enabled bool, prov llm.Provider) (*App, *clock.Fake) {
-	t.Helper()
-	p, err := config.NewPaths(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := config.Default()
-	cfg.Sentinel.Enabled = enabled
-	cfg.Sentinel.Policy.Location = time.UTC
-	clk := clock.NewFake(time.Date(2025, 3, 4, 10, 0, 0, 0, time.UTC))
-	a, err := New(context.Background(), Options{Paths: p, Config: cfg, Clock: clk, Provider: prov})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return a, clk
-}
-
-func turn(t *testing.T, a *App, content string) string {
-	t.Helper()
-	tk, err := a.Scheduler.Submit(spine.TurnRequest{Origin: spine.OriginUser, Channel: "cli", ChatID: "local", Content: content})
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := tk.Wait(context.Background())
-	if err != nil || res.Err != nil {
-		t.Fatal(err, res.Err)
-	}
-	return res.Reply
-}
-
 // Disabled, the Sentinel is still wired: an inject rides the next reply,
 // the agent's nudge_feedback tool records a verdict for the turn's session
 // into the log and the policy, and the assembler sees the session store.
-func TestStartSentinelWiresAgentLoop(t *testing.T) {
+func TestBuildWiresSentinelIntoAgentLoop(t *testing.T) {
 	defer goleak.VerifyNone(t)
+	// Observers run in registration order: once this one ran, the
+	// Sentinel's settle of the same turn has too.
+	observe, settled := settledOn()
 	a, _ := newSentinelApp(t, false, []llm.Turn{
 		{Content: "Sunny and 14°C."},
 		{ToolCalls: []llm.ToolCall{{ID: "c1", Name: feedback.ToolName, Arguments: `{"verdict":"dismissed","nudge_id":"n-plumber","reason":"stop"}`}}},
 		{Content: "OK, I won't remind you again."},
-	})
+	}, observe)
 	defer a.Close(context.Background())
 	ctx := context.Background()
-	sys, err := a.StartSentinel(ctx)
-	if err != nil {
+	sys := a.Sentinel()
+	// The terminal the owner reads: a reply nobody sees charges no inject.
+	if _, err := a.Attach(ctx, "cli:local", SurfaceFunc(func(context.Context, spine.Message) error { return nil })); err != nil {
 		t.Fatal(err)
 	}
-	if a.Sentinel != sys {
-		t.Fatal("App.Sentinel not set")
-	}
-	// Observers run in registration order: once this one ran, the
-	// Sentinel's settle of the same turn has too.
-	settled := make(chan struct{}, 8)
-	a.OnTurnDone(func(spine.TurnRequest, spine.Result) { settled <- struct{}{} })
-	if _, ok := a.Tools.Get(feedback.ToolName); !ok {
+	if _, ok := a.Tools().Get(feedback.ToolName); !ok {
 		t.Fatal("nudge_feedback not registered")
 	}
 
@@ -117,30 +72,30 @@ func TestStartSentinelWiresAgentLoop(t *testing.T) {
 	if len(pc.ActiveSessions) != 1 || pc.ActiveSessions[0].Key != "cli:local" || pc.ActiveSessions[0].LastUser == "" {
 		t.Fatalf("sessions: %+v", pc.ActiveSessions)
 	}
-	if last, ok := a.Sessions.LastActivity(ctx, "cli:local"); !ok || last.IsZero() {
+	if last, ok := a.Sessions().LastActivity(ctx, "cli:local"); !ok || last.IsZero() {
 		t.Fatal("no last activity")
 	}
 }
 
 // Enabled, the tick and defer loops run until the App closes.
-func TestStartSentinelEnabledRunsUntilClose(t *testing.T) {
+func TestSentinelServiceRunsUntilClose(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	a, clk := newSentinelApp(t, true, nil)
-	if _, err := a.StartSentinel(context.Background()); err != nil {
-		t.Fatal(err)
-	}
 	clk.BlockUntil(2) // the tick loop and the defer loop are sleeping
 	if err := a.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 }
 
-func TestStartSentinelBadPlannerModel(t *testing.T) {
+func TestBuildBadPlannerModel(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	a, _ := newSentinelApp(t, false, nil)
-	defer a.Close(context.Background())
-	a.Config.Sentinel.PlannerModel = "nosuch/model"
-	if _, err := a.StartSentinel(context.Background()); err == nil || !strings.Contains(err.Error(), "planner_model") {
+	p, err := config.NewPaths(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := config.Default()
+	cfg.Sentinel.PlannerModel = "nosuch/model"
+	if _, err := Build(context.Background(), Options{Paths: p, Config: cfg, Provider: llm.NewScripted(nil)}); err == nil || !strings.Contains(err.Error(), "planner_model") {
 		t.Fatalf("got %v", err)
 	}
 }
@@ -151,18 +106,14 @@ func TestStartSentinelBadPlannerModel(t *testing.T) {
 // turn never carries it.
 func TestSentinelInjectSettledByDelivery(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	a, _ := newSentinelApp(t, false, []llm.Turn{{Content: "One."}, {Content: "Two."}, {Content: "Three."}})
+	observe, settled := settledOn()
+	a, _ := newSentinelApp(t, false, []llm.Turn{{Content: "One."}, {Content: "Two."}, {Content: "Three."}}, observe)
 	defer a.Close(context.Background())
 	ctx := context.Background()
-	sys, err := a.AttachSentinel(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	settled := make(chan struct{}, 8)
-	a.OnTurnDone(func(spine.TurnRequest, spine.Result) { settled <- struct{}{} })
+	sys := a.Sentinel()
 	failing := true
 	var got []string
-	a.Hub.Register("telegram", spine.OutletFunc(func(_ context.Context, m spine.Message) error {
+	a.Hub().Register("telegram", spine.OutletFunc(func(_ context.Context, m spine.Message) error {
 		if failing {
 			return errors.New("telegram down")
 		}
@@ -174,7 +125,7 @@ func TestSentinelInjectSettledByDelivery(t *testing.T) {
 	}
 	send := func(origin spine.Origin) spine.Result {
 		t.Helper()
-		tk, err := a.Scheduler.Submit(spine.TurnRequest{Origin: origin, Channel: "telegram", ChatID: "7", Content: "hi"})
+		tk, err := a.Scheduler().Submit(spine.TurnRequest{Origin: origin, Channel: "telegram", ChatID: "7", Content: "hi"})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,6 +1,7 @@
-package gateway
+package runtime
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -74,4 +75,47 @@ func ProbeEndpoint(cfg config.Config) (string, http.Header) {
 		return strings.TrimRight(firstNonEmpty(base, anthropic.DefaultBaseURL), "/") + "/v1/models", h
 	}
 	return "", nil
+}
+
+// buildModels chooses the models in this one place: the runtime's (the
+// override, else config "model", else none; NoModel: none) and the Sentinel
+// planner's (the override, else sentinel.planner_model, else config
+// "model"). NoModel keeps only turns model-free: the planner runs no tick in
+// those processes, and saying "no model configured" there would be false.
+func (r *Runtime) buildModels(_ context.Context, o Options) error {
+	configured, err := NewProvider(r.cfg, r.clk, r.log)
+	switch {
+	case o.Provider != nil:
+		configured, err = o.Provider, nil
+	case errors.Is(err, llm.ErrNoModel):
+		configured, err = nil, nil
+		if !o.NoModel {
+			r.log.Info("no model configured: chat replies explain how to set one; cron deliveries that need no model still go out")
+		}
+	case err != nil && o.NoModel:
+		// Nothing here calls it: a model this process could not use
+		// (no API key in its environment) is no reason to refuse.
+		r.log.Debug("configured model not built; this process runs none", "err", err)
+		configured, err = nil, nil
+	}
+	if err != nil {
+		return err
+	}
+	if !o.NoModel {
+		r.provider = configured
+	}
+	r.planner = configured
+	switch spec := r.cfg.Sentinel.PlannerModel; {
+	case o.PlannerProvider != nil:
+		r.planner = o.PlannerProvider
+	case spec != "" && !o.NoModel:
+		c := r.cfg
+		c.Model = spec
+		p, err := NewProvider(c, r.clk, r.log)
+		if err != nil {
+			return fmt.Errorf("sentinel.planner_model: %w", err)
+		}
+		r.planner = p
+	}
+	return nil
 }

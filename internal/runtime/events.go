@@ -1,7 +1,8 @@
-package gateway
+package runtime
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -39,6 +40,7 @@ type eventWriter struct {
 	stopped atomic.Bool
 	stop    chan struct{}
 	done    chan struct{}
+	flushes chan chan struct{}
 	once    sync.Once
 }
 
@@ -46,7 +48,7 @@ type eventWriter struct {
 // flushes and stops it.
 func newEventWriter(write func(ctx context.Context, recs []eventlog.Record) error, queueSize int, log *slog.Logger) *eventWriter {
 	w := &eventWriter{write: write, log: log, queue: make(chan eventlog.Record, queueSize),
-		stop: make(chan struct{}), done: make(chan struct{})}
+		stop: make(chan struct{}), done: make(chan struct{}), flushes: make(chan chan struct{})}
 	go w.run()
 	return w
 }
@@ -87,6 +89,11 @@ func (w *eventWriter) run() {
 		select {
 		case r := <-w.queue:
 			batch = w.flush(ctx, append(batch[:0], r))
+		case ack := <-w.flushes:
+			for len(w.queue) > 0 {
+				batch = w.flush(ctx, batch[:0])
+			}
+			close(ack)
 		case <-w.stop:
 			// Final flush: everything queued before Close.
 			for len(w.queue) > 0 {
@@ -145,6 +152,24 @@ func (w *eventWriter) markDropped(ctx context.Context) {
 	w.writeOne(ctx, eventlog.Record{Kind: KindEventsDropped, Payload: map[string]any{"count": n}})
 }
 
+// Flush returns once every event queued before it was written.
+func (w *eventWriter) Flush(ctx context.Context) error {
+	ack := make(chan struct{})
+	select {
+	case w.flushes <- ack:
+	case <-w.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case <-ack:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
 // Close flushes the queued events and stops the writer. Call it after the
 // emitters have stopped (services ended, turns drained), before the
 // database closes.
@@ -167,40 +192,32 @@ func (w *eventWriter) Close(ctx context.Context) error {
 	return nil
 }
 
-// recordEvents appends the notable runtime events to the event log through
-// the writer, so the observers below never wait on SQLite.
-func (g *Gateway) recordEvents() {
-	a := g.App
-	w := newEventWriter(logWriter(g.Events), eventQueueSize, a.Log.With("component", "events"))
-	g.events = w
+// buildEvents opens the event log and puts the writer in front of it;
+// every notable runtime event (turns, deliveries, ticks, denials, cron
+// fires, questions, outbox) goes through emit.
+func (r *Runtime) buildEvents(ctx context.Context, _ Options) error {
+	gc := r.cfg.Gateway
+	var err error
+	if r.events, err = eventlog.Open(ctx, r.db, eventlog.Options{Clock: r.clk, Logger: r.log.With("component", "events"),
+		MaxCount: gc.EventsMaxCount, MaxAge: gc.EventsMaxAge.D()}); err != nil {
+		return err
+	}
+	r.AddCloser(func(context.Context) error { r.events.Close(); return nil })
+	r.writer = newEventWriter(logWriter(r.events), eventQueueSize, r.log.With("component", "events"))
 	// Registered after the event log's closer, so it runs before it: the
 	// writer flushes once turns have drained and the DB is still open.
-	a.AddCloser(w.Close)
-	emit := w.Enqueue
-	a.SetEventSink(emit)
-	// Age-based retention must hold on an idle gateway too, not only
-	// every few hundred appends.
-	a.Go("events-prune", func(ctx context.Context) error {
-		for {
-			if err := clock.Sleep(ctx, a.Clock, time.Hour); err != nil {
-				return nil
-			}
-			if _, err := g.Events.Prune(ctx); err != nil && ctx.Err() == nil {
-				a.Log.Warn("event log prune failed", "err", err)
-			}
-		}
-	})
-	a.OnTurnStart(func(r spine.TurnRequest) {
-		emit("turn.started", r.Conversation(), map[string]any{"origin": r.Origin, "channel": r.Channel})
-	})
-	a.OnTurnDone(func(r spine.TurnRequest, res spine.Result) {
-		p := map[string]any{"origin": r.Origin, "delivered": res.Delivered, "injected": res.Injected}
+	r.AddCloser(r.writer.Close)
+	emit := r.writer.Enqueue
+	r.observeTurns(func(req spine.TurnRequest) {
+		emit("turn.started", req.Conversation(), map[string]any{"origin": req.Origin, "channel": req.Channel})
+	}, func(req spine.TurnRequest, res spine.Result) {
+		p := map[string]any{"origin": req.Origin, "delivered": res.Delivered, "injected": res.Injected}
 		if res.Err != nil {
 			p["error"] = res.Err.Error()
 		}
-		emit("turn.finished", r.Conversation(), p)
+		emit("turn.finished", req.Conversation(), p)
 	})
-	a.Hub.Watch(func(m spine.Message, err error) {
+	r.hub.Watch(func(m spine.Message, err error) {
 		if m.Reply && err == nil {
 			return // the turn.finished event covers replies
 		}
@@ -211,4 +228,35 @@ func (g *Gateway) recordEvents() {
 		}
 		emit(kind, spine.ConversationKey(m.Channel, m.ChatID), p)
 	})
+	return nil
+}
+
+// FlushEvents returns once every event emitted before it is in the event log.
+func (r *Runtime) FlushEvents(ctx context.Context) error { return r.writer.Flush(ctx) }
+
+// emit records a notable event without blocking.
+func (r *Runtime) emit(kind, conversation string, payload any) {
+	r.writer.Enqueue(kind, conversation, payload)
+}
+
+// startRecovery is ServiceRecovery: age-based retention must hold on an
+// idle gateway too, not only every few hundred appends; owner questions a
+// previous process left waiting are recovered.
+func (r *Runtime) startRecovery(ctx context.Context) error {
+	rep, err := r.questions.Recover(ctx)
+	if err != nil {
+		return fmt.Errorf("runtime: recover owner questions: %w", err)
+	}
+	r.log.Info("owner questions recovered", "report", fmt.Sprintf("%+v", rep))
+	r.Go("events-prune", func(ctx context.Context) error {
+		for {
+			if err := clock.Sleep(ctx, r.clk, time.Hour); err != nil {
+				return nil
+			}
+			if _, err := r.events.Prune(ctx); err != nil && ctx.Err() == nil {
+				r.log.Warn("event log prune failed", "err", err)
+			}
+		}
+	})
+	return nil
 }

@@ -1,4 +1,4 @@
-package gateway
+package runtime
 
 import (
 	"context"
@@ -23,12 +23,8 @@ func TestLateChannelAnswerIsToldItExpired(t *testing.T) {
 	})
 	defer a.Close(context.Background())
 	out := make(chan spine.Message, 16)
-	a.Hub.Register("telegram", spine.OutletFunc(func(ctx context.Context, m spine.Message) error { out <- m; return nil }))
-	a.EnableAskUser(nil)
-	d, err := a.NewDispatcher()
-	if err != nil {
-		t.Fatal(err)
-	}
+	a.Hub().Register("telegram", spine.OutletFunc(func(ctx context.Context, m spine.Message) error { out <- m; return nil }))
+	d := a.Inbound()
 	ctx := context.Background()
 	msg := func(text string) (channels.Outcome, *spine.Ticket) {
 		t.Helper()
@@ -43,7 +39,7 @@ func TestLateChannelAnswerIsToldItExpired(t *testing.T) {
 		t.Fatalf("question not rendered on the channel: %q", q.Content)
 	}
 	clk.BlockUntil(1)
-	clk.Advance(a.Config.Tools.AskUser.Timeout.D())
+	clk.Advance(a.Config().Tools.AskUser.Timeout.D())
 	if r, _ := first.Wait(ctx); r.Reply != "You did not answer; nothing booked." {
 		t.Fatalf("timed-out turn = %+v", r)
 	}
@@ -95,21 +91,15 @@ func TestMenuPickMidTurnIsNotInjected(t *testing.T) {
 		{ToolCalls: []llm.ToolCall{{ID: "b1", Name: "block", Arguments: `{}`}}},
 		{Content: "done"},
 	})
-	a, _ := newSentinelAppWith(t, prov)
+	a, _ := newApp(t, false, prov)
 	defer a.Close(context.Background())
 	ctx := context.Background()
 	bt := blockTool{started: make(chan struct{}, 1), release: make(chan struct{})}
-	a.Tools.Register(bt)
-	sys, err := a.AttachSentinel(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	a.Tools().Register(bt)
+	sys := a.Sentinel()
 	replies := make(chan spine.Message, 4)
-	a.Hub.Register("telegram", spine.OutletFunc(func(_ context.Context, m spine.Message) error { replies <- m; return nil }))
-	d, err := a.NewDispatcher()
-	if err != nil {
-		t.Fatal(err)
-	}
+	a.Hub().Register("telegram", spine.OutletFunc(func(_ context.Context, m spine.Message) error { replies <- m; return nil }))
+	d := a.Inbound()
 	_, tk, err := d.Dispatch(ctx, spine.TurnRequest{Channel: "telegram", ChatID: "42", Content: "what's up?"})
 	if err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package gateway
+package runtime
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"github.com/raven-agent/raven/internal/llm"
 	"github.com/raven-agent/raven/internal/sentinel/policy"
 	"github.com/raven-agent/raven/internal/session"
+	"github.com/raven-agent/raven/internal/spine"
 )
 
 // A standalone cron service shares the gateway's coupling: a fire is
@@ -39,15 +40,24 @@ func TestCronServerLedgerAndDecay(t *testing.T) {
 			cfg.Sentinel.Policy.Location = time.UTC
 			clk := clock.NewFake(time.Date(2025, 3, 4, 10, 0, 0, 0, time.UTC))
 			var out syncBuffer
-			srv, err := OpenCronServer(ctx, CronServeOptions{Paths: p, Config: cfg, Clock: clk, Out: &out})
+			// As `raven cron serve` builds it: no model, the cron service
+			// running, the terminal attached as cli:direct.
+			srv, err := Build(ctx, Options{Paths: p, Config: cfg, Clock: clk, NoModel: true, Services: ServiceCron})
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer srv.Close(ctx)
-			if srv.App.Provider != nil {
+			if _, err := srv.Attach(ctx, CLIConversation, SurfaceFunc(func(_ context.Context, m spine.Message) error {
+				id, _ := m.Extras["cron_job_id"].(string)
+				_, err := fmt.Fprintf(&out, "[cron %s] %s\n", id, m.Content)
+				return err
+			})); err != nil {
+				t.Fatal(err)
+			}
+			if srv.Provider() != nil {
 				t.Fatal("standalone cron service built a model")
 			}
-			job, err := cron.NewJob(cron.Spec{Name: "stretch", Message: "stand up", Every: "1h", Deliver: true, Channel: "cli", To: "local"}, clk.Now())
+			job, err := cron.NewJob(cron.Spec{Name: "stretch", Message: "stand up", Every: "1h", Deliver: true, Channel: "cli", To: "direct"}, clk.Now())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -55,15 +65,7 @@ func TestCronServerLedgerAndDecay(t *testing.T) {
 			if job, err = store.Add(ctx, job); err != nil {
 				t.Fatal(err)
 			}
-			runCtx, stop := context.WithCancel(ctx)
-			done := make(chan error, 1)
-			go func() { done <- srv.Run(runCtx) }()
-			defer func() {
-				stop()
-				if err := <-done; err != nil {
-					t.Errorf("run: %v", err)
-				}
-			}()
+			srv.Cron().Poke()
 			runs := cron.NewRunLog(p.CronRuns())
 			due := clk.Now()
 			fire := func(n int) {
@@ -92,13 +94,13 @@ func TestCronServerLedgerAndDecay(t *testing.T) {
 			if want := fmt.Sprintf("[cron %s] stand up\n", job.ID); out.String() != want {
 				t.Fatalf("stdout = %q, want %q", out.String(), want)
 			}
-			if h := srv.App.Sentinel.Policy.FireHistory()[policy.DeriveTopic(job.Message)]; h.CronFires != 1 {
+			if h := srv.Sentinel().Policy.FireHistory()[policy.DeriveTopic(job.Message)]; h.CronFires != 1 {
 				t.Fatalf("policy ledger history = %+v, want one cron fire", h)
 			}
 			if tc.ownerReplied {
-				if err := srv.App.Sessions.Append(ctx, session.Entry{
+				if err := srv.Sessions().Append(ctx, session.Entry{
 					Message:      llm.Message{Role: llm.RoleUser, Content: "done"},
-					Conversation: "cli:local", Channel: "cli", ChatID: "local", Origin: "user", At: clk.Now().Add(time.Minute),
+					Conversation: "cli:direct", Channel: "cli", ChatID: "direct", Origin: "user", At: clk.Now().Add(time.Minute),
 				}); err != nil {
 					t.Fatal(err)
 				}

@@ -1,4 +1,4 @@
-package gateway
+package runtime
 
 import (
 	"context"
@@ -11,9 +11,9 @@ import (
 	"github.com/raven-agent/raven/internal/spine"
 )
 
-// A foreground heartbeat tick runs through the App's agent loop and
-// delivers only to the outlet it was given, even with channels.forward set.
-func TestRunHeartbeatOnce(t *testing.T) {
+// A foreground heartbeat tick runs through the runtime's agent loop and
+// delivers to the attached terminal, ahead of channels.forward.
+func TestHeartbeatTickReachesAttachedTerminal(t *testing.T) {
 	const tasks = "# Heartbeat\n## Tasks\n- At 9:00 on weekdays, send me the day's agenda.\n"
 	decide := func(args string) llm.Turn {
 		return llm.Turn{ToolCalls: []llm.ToolCall{{ID: "d1", Name: heartbeat.DecisionTool, Arguments: args}}}
@@ -34,16 +34,15 @@ func TestRunHeartbeatOnce(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			a, _ := newApp(t, false, llm.NewScripted(tc.turns))
+			a, _ := newApp(t, false, llm.NewScripted(tc.turns), func(o *Options) { o.Config.Channels.Forward = []string{"telegram:42"} })
 			defer a.Close(context.Background())
-			a.Config.Channels.Forward = []string{"telegram:42"}
 			var forwarded bool
-			a.Hub.Register("telegram", spine.OutletFunc(func(context.Context, spine.Message) error {
+			a.Hub().Register("telegram", spine.OutletFunc(func(context.Context, spine.Message) error {
 				forwarded = true
 				return nil
 			}))
 			if tc.file != "" {
-				if err := os.WriteFile(a.Paths.Heartbeat(), []byte(tc.file), 0o600); err != nil {
+				if err := os.WriteFile(a.Paths().Heartbeat(), []byte(tc.file), 0o600); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -51,7 +50,8 @@ func TestRunHeartbeatOnce(t *testing.T) {
 				mu  sync.Mutex
 				got []string
 			)
-			o, err := a.RunHeartbeatOnce(context.Background(), spine.OutletFunc(func(_ context.Context, m spine.Message) error {
+			// As `raven heartbeat run` does: the terminal attached as cli:direct.
+			if _, err := a.Attach(context.Background(), CLIConversation, SurfaceFunc(func(_ context.Context, m spine.Message) error {
 				mu.Lock()
 				defer mu.Unlock()
 				if m.ChatID != "direct" {
@@ -59,7 +59,10 @@ func TestRunHeartbeatOnce(t *testing.T) {
 				}
 				got = append(got, m.Content)
 				return nil
-			}))
+			})); err != nil {
+				t.Fatal(err)
+			}
+			o, err := a.Heartbeat().TickOnce(context.Background())
 			if err != nil {
 				t.Fatal(err)
 			}
