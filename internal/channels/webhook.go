@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
 	"sync"
 	"time"
 
@@ -26,6 +27,10 @@ const (
 	defaultSeenCapacity = 10000
 )
 
+// DefaultWebhookBodyTimeout bounds reading one request body: a signed
+// webhook body is at most MaxBody, sent at once by a machine.
+const DefaultWebhookBodyTimeout = 10 * time.Second
+
 // WebhookHandlerOptions configure the inbound webhook.
 type WebhookHandlerOptions struct {
 	// Name is the hook name: the handler serves POST /hooks/<Name>.
@@ -38,6 +43,9 @@ type WebhookHandlerOptions struct {
 	MaxBody int64
 	// SeenCapacity bounds the replay cache (default 10000).
 	SeenCapacity int
+	// BodyTimeout bounds reading the request body (default
+	// DefaultWebhookBodyTimeout; wall clock: it is a socket deadline).
+	BodyTimeout time.Duration
 	// SeenStatePath, if set, is the file the replay cache is kept in, so a
 	// request captured before a restart is still refused after it.
 	SeenStatePath string
@@ -84,6 +92,9 @@ func NewWebhookHandler(o WebhookHandlerOptions) (*WebhookHandler, error) {
 	if o.SeenCapacity <= 0 {
 		o.SeenCapacity = defaultSeenCapacity
 	}
+	if o.BodyTimeout <= 0 {
+		o.BodyTimeout = DefaultWebhookBodyTimeout
+	}
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
@@ -128,11 +139,21 @@ func (h *WebhookHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusMethodNotAllowed, "method not allowed")
 		return
 	}
+	// The handler sets its own body deadline so a trickling client is cut
+	// off whatever server it is mounted on; ErrNotSupported (a recorder in
+	// tests) leaves only the server's.
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(h.o.BodyTimeout))
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.o.MaxBody))
 	if err != nil {
 		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
+		switch {
+		case errors.As(err, &mbe):
 			httpError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("body larger than %d bytes", h.o.MaxBody))
+			return
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			h.o.Log.Warn("webhook refused: body not received in time", "hook", h.o.Name, "remote", r.RemoteAddr, "timeout", h.o.BodyTimeout)
+			w.Header().Set("Connection", "close")
+			httpError(w, http.StatusRequestTimeout, fmt.Sprintf("body not received within %s", h.o.BodyTimeout))
 			return
 		}
 		httpError(w, http.StatusBadRequest, "cannot read body")
