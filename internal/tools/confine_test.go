@@ -57,18 +57,17 @@ func TestFileToolsConcurrentSwapper(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(root, "d", "f.txt"), []byte("inside old_text"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	// Relative and absolute links, so neither kind of escape is missed.
-	if err := os.Symlink(secretFile, filepath.Join(root, ".f-abs")); err != nil {
-		t.Fatal(err)
+
+	j := func(n string) string { return filepath.Join(root, n) }
+	// Relative and absolute links for f, so neither kind of escape is missed.
+	links := map[string]string{".f-abs": secretFile, ".f-rel": "../secret.txt", ".d-link": secretDir}
+	for name, target := range links {
+		if err := os.Symlink(target, j(name)); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if err := os.Symlink("../secret.txt", filepath.Join(root, ".f-rel")); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink(secretDir, filepath.Join(root, ".d-link")); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(root, ".f-real"), []byte("inside old_text"), 0o600); err != nil {
-		t.Fatal(err)
+	if err := exchange(j(".f-abs"), j(".f-abs")); err != nil {
+		t.Skipf("cannot swap entries atomically here: %v", err)
 	}
 
 	stop := make(chan struct{})
@@ -77,31 +76,27 @@ func TestFileToolsConcurrentSwapper(t *testing.T) {
 	swapWG.Add(1)
 	go func() {
 		defer swapWG.Done()
-		j := func(n string) string { return filepath.Join(root, n) }
 		for i := 0; ; i++ {
 			select {
 			case <-stop:
 				return
 			default:
 			}
-			// f: a hard link keeps a spare copy of each target so every
-			// flip is one atomic rename.
 			link := ".f-abs"
 			if i%2 == 1 {
 				link = ".f-rel"
 			}
-			os.Remove(j(".f-spare"))
-			os.Link(j(link), j(".f-spare")) // hard link to the symlink itself
-			os.Rename(j(".f-spare"), j("f"))
-			os.Link(j(".f-real"), j(".f-spare"))
-			os.Rename(j(".f-spare"), j("f"))
-			// d: a directory cannot be renamed over, so move it away and
-			// the link in, then back.
-			if os.Rename(j("d"), j(".d-real")) == nil {
-				os.Rename(j(".d-link"), j("d"))
-				os.Rename(j("d"), j(".d-link"))
-				os.Rename(j(".d-real"), j("d"))
+			// A write through "f" while it is the link replaces the link
+			// by a file, and the next exchange then moves that file to the
+			// link's spare name: put the link back.
+			if fi, err := os.Lstat(j(link)); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+				os.Remove(j(link))
+				os.Symlink(links[link], j(link))
 			}
+			exchange(j("f"), j(link))
+			exchange(j("f"), j(link))
+			exchange(j("d"), j(".d-link"))
+			exchange(j("d"), j(".d-link"))
 			swaps.Add(1)
 		}
 	}()
@@ -174,6 +169,9 @@ func TestFileToolErrorsNameNoOutsidePath(t *testing.T) {
 	os.Symlink(secretFile, filepath.Join(root, "abs-link"))
 	os.Symlink("../secret.txt", filepath.Join(root, "rel-link"))
 	os.Symlink(secretDir, filepath.Join(root, "dir-link"))
+	if err := os.Link(secretFile, filepath.Join(root, "hard-link")); err != nil {
+		t.Fatal(err)
+	}
 	os.Mkdir(filepath.Join(root, "sub"), 0o700)
 	os.WriteFile(filepath.Join(root, "sub", "a.md"), []byte("x"), 0o600)
 	r := NewRegistry(ReadFile{ws}, WriteFile{ws}, EditFile{ws}, ListDir{ws})
@@ -184,6 +182,8 @@ func TestFileToolErrorsNameNoOutsidePath(t *testing.T) {
 		{"read_file", "abs-link", true},
 		{"read_file", "rel-link", true},
 		{"read_file", "dir-link/f.txt", true},
+		{"read_file", "hard-link", true},
+		{"edit_file", "hard-link", true},
 		{"read_file", "../secret.txt", true},
 		{"read_file", secretFile, true},
 		{"read_file", "/etc/passwd", true},

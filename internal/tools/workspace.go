@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 )
 
 // ErrOutsideWorkspace is returned for a path that resolves outside the
@@ -105,6 +106,15 @@ func (w *Workspace) readLimited(name string, limit int64) ([]byte, error) {
 		return nil, toolErr(err)
 	}
 	defer f.Close()
+	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
+		// os.Root cannot tell where a hard link's other names are: a link
+		// planted in the workspace to a file outside (a token, a key) would
+		// read as a workspace file. Checked on the open descriptor, so a
+		// swap cannot slip between the check and the read.
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Nlink > 1 {
+			return nil, fmt.Errorf("%w: the file has %d hard links and one may be outside", ErrOutsideWorkspace, st.Nlink)
+		}
+	}
 	b, err := io.ReadAll(io.LimitReader(f, limit+1))
 	if err != nil {
 		return nil, toolErr(err)
