@@ -181,3 +181,18 @@ func TestListenerBudgetsAreSeparate(t *testing.T) {
 	}
 	dev.Close()
 }
+
+// BenchmarkDialHello measures a new unix-socket connection through the
+// listener budget: accept, auth.hello, close.
+func BenchmarkDialHello(b *testing.B) {
+	e := newEnv(b, func(o *Options) { o.OnClose = nil })
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		c, err := Dial(ctx, e.sock, e.tokens["op"])
+		if err != nil {
+			b.Fatal(err)
+		}
+		c.Close()
+	}
+}
