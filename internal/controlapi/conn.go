@@ -96,6 +96,9 @@ func (c *conn) readLoop() {
 				c.reply(nil, nil, Errorf(CodeInvalidRequest, "frame larger than %d bytes; closing connection", c.s.opts.MaxFrame))
 				c.close("frame_too_large")
 			case errors.As(err, &ne) && ne.Timeout() && c.ctx.Err() == nil:
+				// The reason first: the reply's write can fail (a TLS
+				// handshake that never finished) before close runs.
+				c.markReason("hello_timeout")
 				c.reply(nil, nil, Errorf(CodeUnauthorized, "no auth.hello within %s", c.s.opts.HelloTimeout))
 				c.close("hello_timeout")
 			}
@@ -277,12 +280,17 @@ func (c *conn) enqueue(frame []byte) error {
 }
 
 func (c *conn) close(reason string) {
+	c.markReason(reason)
+	c.cancel()
+}
+
+// markReason records why the connection ends; the first reason wins.
+func (c *conn) markReason(reason string) {
 	c.mu.Lock()
 	if c.reason == "" {
 		c.reason = reason
 	}
 	c.mu.Unlock()
-	c.cancel()
 }
 
 // evict closes a pre-auth connection to make room for a newer one. It runs

@@ -134,7 +134,7 @@ func (s *Server) preAuthTotal() int {
 func TestPreAuthCapAndDeadline(t *testing.T) {
 	closed := make(chan string, 1024)
 	e := newEnv(t, func(o *Options) {
-		o.HelloTimeout = 300 * time.Millisecond
+		o.HelloTimeout = 2 * time.Second // long enough for all 40 to be accepted first
 		o.MaxPreAuth = 8
 		o.MaxPreAuthPerHost = 4
 		o.OnClose = func(r string) { closed <- r }
