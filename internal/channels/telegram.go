@@ -200,6 +200,8 @@ func (t *Telegram) refuse(ctx context.Context, log *slog.Logger, m *models.Messa
 	if !first {
 		return
 	}
+	// The one send that bypasses Deliver's allow-list: a fixed text, once,
+	// in answer to the stranger's own message.
 	if _, err := t.b.SendMessage(ctx, &bot.SendMessageParams{ChatID: m.Chat.ID, Text: TelegramRefusal}); err != nil {
 		log.Warn("telegram: refusal not sent", "err", err)
 	}

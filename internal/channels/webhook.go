@@ -141,7 +141,8 @@ func (h *WebhookHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	// The handler sets its own body deadline so a trickling client is cut
 	// off whatever server it is mounted on; ErrNotSupported (a recorder in
-	// tests) leaves only the server's.
+	// tests) leaves only the server's. net/http lifts it when the body hits
+	// EOF, so it does not outlive the body into the dispatch.
 	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(h.o.BodyTimeout))
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.o.MaxBody))
 	if err != nil {

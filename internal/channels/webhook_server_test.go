@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/raven-agent/raven/internal/clock"
+	"github.com/raven-agent/raven/internal/spine"
 )
 
 // serveWebhook serves h on a loopback listener with srv and returns the
@@ -175,6 +176,46 @@ func TestWebhookOversizeBodyOverHTTP(t *testing.T) {
 	}
 	if len(rec.reqs) != 0 {
 		t.Fatal("oversize body reached inbound")
+	}
+	http.DefaultClient.CloseIdleConnections()
+}
+
+// TestWebhookSlowDispatchKeepsContext: the body deadline ends with the
+// body (net/http lifts it at EOF); a dispatch that runs past it still has a
+// live request context, so a slow submit is not cancelled.
+func TestWebhookSlowDispatchKeepsContext(t *testing.T) {
+	release := make(chan struct{})
+	ctxErr := make(chan error, 1)
+	h, err := NewWebhookHandler(WebhookHandlerOptions{Name: "raven", Secret: testSecret, BodyTimeout: 50 * time.Millisecond,
+		Clock: clock.Real(), Inbound: func(ctx context.Context, _ spine.TurnRequest) error {
+			<-release
+			ctxErr <- ctx.Err()
+			return nil
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := serveWebhook(t, h, nil)
+	body := `{"chat_id":"a","text":"slow"}`
+	req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/hooks/raven", strings.NewReader(body))
+	req.Header.Set(SignatureHeader, Sign(testSecret, time.Now(), []byte(body)))
+	done := make(chan int, 1)
+	go func() {
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			done <- 0
+			return
+		}
+		resp.Body.Close()
+		done <- resp.StatusCode
+	}()
+	// Past the body deadline before the dispatch returns.
+	time.AfterFunc(300*time.Millisecond, func() { close(release) })
+	if err := <-ctxErr; err != nil {
+		t.Fatalf("request context ended during the dispatch: %v", err)
+	}
+	if code := <-done; code != http.StatusAccepted {
+		t.Fatalf("status %d", code)
 	}
 	http.DefaultClient.CloseIdleConnections()
 }
