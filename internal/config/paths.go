@@ -58,6 +58,7 @@ func (p Paths) GatewayLock() string { return filepath.Join(p.Root, "gateway.lock
 func (p Paths) OperatorToken() string {
 	return filepath.Join(p.Root, "operator.token")
 }
+
 // WebhookSeen is the webhook channel's replay-state file: signatures seen
 // inside the replay window, kept across restarts.
 func (p Paths) WebhookSeen(name string) string {
