@@ -12,6 +12,7 @@ import (
 	"github.com/raven-agent/raven/internal/cron"
 	"github.com/raven-agent/raven/internal/heartbeat"
 	"github.com/raven-agent/raven/internal/llm"
+	"github.com/raven-agent/raven/internal/runtime"
 	"github.com/raven-agent/raven/internal/wake"
 )
 
@@ -177,7 +178,7 @@ func runCron(ctx context.Context, e *env) error {
 		return err
 	}
 	hbModel := llm.NewScripted(nil)
-	hbo := heartbeat.ConfigOptions(e.paths, e.cfg)
+	hbo := runtime.HeartbeatOptions(e.paths, e.cfg)
 	hbo.Provider, hbo.Submit, hbo.Post, hbo.Waiter, hbo.Clock, hbo.Logger = hbModel, app.Scheduler.Submit, app.Hub.Post, wk, e.clk, e.log
 	hb, err := heartbeat.New(hbo)
 	if err != nil {
