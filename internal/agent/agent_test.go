@@ -340,3 +340,50 @@ func TestSubagentOfCronTurnInheritsLineage(t *testing.T) {
 		t.Fatalf("user subagent marked from cron: %+v", got.Extras)
 	}
 }
+
+// Run hands the result to done and posts nothing itself: the requester
+// (the Sentinel's dispatcher) delivers it.
+func TestSubagentRunHandsResultToDone(t *testing.T) {
+	f := newFixture(t, text("digest: 2 unread"))
+	hub := spine.NewHub(nil)
+	posted := make(chan spine.Message, 1)
+	hub.Register("telegram", spine.OutletFunc(func(ctx context.Context, m spine.Message) error { posted <- m; return nil }))
+	s := spine.NewScheduler(f.agent.RunTurn, hub, spine.Options{})
+	defer s.Shutdown(context.Background())
+	m := NewSubagentManager(context.Background(), s.Submit, hub.Post, nil)
+	type outcome struct {
+		result string
+		err    error
+	}
+	got := make(chan outcome, 2)
+	if err := m.Run(context.Background(), "summarise inbox", func(_ context.Context, result string, err error) {
+		got <- outcome{result, err}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	m.Wait()
+	if o := <-got; o.result != "digest: 2 unread" || o.err != nil {
+		t.Fatalf("done got %+v", o)
+	}
+	select {
+	case o := <-got:
+		t.Fatalf("done called twice: %+v", o)
+	case msg := <-posted:
+		t.Fatalf("Run posted the result itself: %+v", msg)
+	default:
+	}
+}
+
+// A subagent whose turn cannot be queued never calls done: Run's error is
+// the only answer.
+func TestSubagentRunSubmitErrorSkipsDone(t *testing.T) {
+	m := NewSubagentManager(context.Background(), func(spine.TurnRequest) (*spine.Ticket, error) {
+		return nil, errors.New("pool closed")
+	}, nil, nil)
+	called := false
+	err := m.Run(context.Background(), "x", func(context.Context, string, error) { called = true })
+	m.Wait()
+	if err == nil || called {
+		t.Fatalf("Run = %v, done called %v", err, called)
+	}
+}

@@ -38,6 +38,47 @@ func NewSubagentManager(ctx context.Context, submit func(spine.TurnRequest) (*sp
 // Spawn starts a subagent on task and returns its id at once. The result
 // (or the failure) is posted to channel:chatID when the subagent finishes.
 func (m *SubagentManager) Spawn(ctx context.Context, task, channel, chatID string) (string, error) {
+	return m.start(ctx, task, func(id string, res spine.Result, waitErr error) {
+		if waitErr != nil {
+			return // shutting down
+		}
+		text := res.Reply
+		if res.Err != nil {
+			text = fmt.Sprintf("Subagent %s failed: %v", id, res.Err)
+		}
+		msg := spine.Message{Channel: channel, ChatID: chatID, Content: text, Origin: spine.OriginSubagent, Proactive: true,
+			Extras: map[string]any{"subagent_id": id}}
+		if err := m.post(context.WithoutCancel(m.ctx), msg); err != nil {
+			m.log.Warn("subagent result not delivered", "id", id, "channel", channel, "err", err)
+		}
+	})
+}
+
+// Run starts a subagent on task and returns once it is queued. Unlike
+// Spawn it posts nothing: done receives the result (or the failure)
+// exactly once, so the caller delivers it its own way — the Sentinel
+// through its nudge dispatcher, which records it in the owner's session
+// and tracks it for feedback. done is never called when Run returns an
+// error; a subagent the runtime's shutdown ends gets done with that error,
+// so its requester can still tell the owner it did not finish.
+func (m *SubagentManager) Run(ctx context.Context, task string, done func(ctx context.Context, result string, err error)) error {
+	_, err := m.start(ctx, task, func(id string, res spine.Result, waitErr error) {
+		dctx := context.WithoutCancel(m.ctx)
+		switch {
+		case waitErr != nil:
+			done(dctx, "", fmt.Errorf("subagent %s stopped before it finished: %w", id, waitErr))
+		case res.Err != nil:
+			done(dctx, "", fmt.Errorf("subagent %s: %w", id, res.Err))
+		default:
+			done(dctx, res.Reply, nil)
+		}
+	})
+	return err
+}
+
+// start queues the subagent's turn and hands finish its result, or the
+// error that ended the wait for it (shutdown).
+func (m *SubagentManager) start(ctx context.Context, task string, finish func(id string, res spine.Result, waitErr error)) (string, error) {
 	var b [4]byte
 	rand.Read(b[:])
 	id := "sa-" + hex.EncodeToString(b[:])
@@ -59,18 +100,22 @@ func (m *SubagentManager) Spawn(ctx context.Context, task, channel, chatID strin
 		defer m.wg.Done()
 		res, err := tk.Wait(m.ctx)
 		if err != nil {
-			return // shutting down
+			select {
+			case <-tk.Done():
+				// It finished as the runtime stopped: the result is there.
+				res, err = tk.Wait(context.Background())
+			default:
+			}
 		}
-		text := res.Reply
+		if err != nil {
+			m.log.Info("subagent ended by shutdown", "id", id)
+			finish(id, res, err)
+			return
+		}
 		if res.Err != nil {
-			text = fmt.Sprintf("Subagent %s failed: %v", id, res.Err)
 			m.log.Warn("subagent failed", "id", id, "err", res.Err)
 		}
-		msg := spine.Message{Channel: channel, ChatID: chatID, Content: text, Origin: spine.OriginSubagent, Proactive: true,
-			Extras: map[string]any{"subagent_id": id}}
-		if err := m.post(context.WithoutCancel(m.ctx), msg); err != nil {
-			m.log.Warn("subagent result not delivered", "id", id, "channel", channel, "err", err)
-		}
+		finish(id, res, nil)
 		if m.OnDone != nil {
 			m.OnDone(id)
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/raven-agent/raven/internal/channels"
 	"github.com/raven-agent/raven/internal/configtype"
 	"github.com/raven-agent/raven/internal/cron"
+	"github.com/raven-agent/raven/internal/heartbeat"
 	"github.com/raven-agent/raven/internal/llm"
 	"github.com/raven-agent/raven/internal/strictjson"
 )
@@ -73,7 +74,7 @@ func Default() Config {
 		Tools:     defaultTools(),
 		Sentinel:  defaultSentinel(),
 		Cron:      cron.DefaultConfig(),
-		Heartbeat: defaultHeartbeat(),
+		Heartbeat: heartbeat.DefaultConfig(),
 		Gateway:   defaultGateway(),
 		Channels:  channels.DefaultConfig(),
 		Log:       LogConfig{Format: "text", Level: "info"},
@@ -202,7 +203,10 @@ func (c *Config) Validate() error {
 	if err := section("channels", c.Channels.Validate()); err != nil {
 		return err
 	}
-	for _, v := range []func() error{c.Tools.validate, c.Sentinel.validate, c.Heartbeat.validate, c.Gateway.validate} {
+	if err := section("heartbeat", c.Heartbeat.Validate()); err != nil {
+		return err
+	}
+	for _, v := range []func() error{c.Tools.validate, c.Sentinel.validate, c.Gateway.validate} {
 		if err := v(); err != nil {
 			return err
 		}

@@ -6,9 +6,12 @@ import (
 
 	"github.com/raven-agent/raven/internal/configtype"
 	"github.com/raven-agent/raven/internal/eventlog"
+	"github.com/raven-agent/raven/internal/spine"
 )
 
-// GatewayConfig configures `raven gateway`.
+// GatewayConfig configures `raven gateway`. It stays in package config:
+// its readers (runtime, gateway) both import config, so neither can own
+// it; its defaults come from the packages that apply them.
 type GatewayConfig struct {
 	// UserPool bounds concurrent user turns.
 	UserPool      int      `json:"user_pool"`
@@ -27,7 +30,7 @@ type GatewayConfig struct {
 
 func defaultGateway() GatewayConfig {
 	return GatewayConfig{
-		UserPool: 4, ShutdownGrace: Duration(10 * time.Second),
+		UserPool: spine.DefaultUserPool, ShutdownGrace: Duration(10 * time.Second),
 		EventsMaxCount: eventlog.DefaultMaxCount, EventsMaxAge: Duration(eventlog.DefaultMaxAge),
 	}
 }

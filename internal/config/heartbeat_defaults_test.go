@@ -1,20 +1,32 @@
 package config_test
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/raven-agent/raven/internal/config"
 	"github.com/raven-agent/raven/internal/heartbeat"
 )
 
-// TestHeartbeatDefaultsMatchThePackage guards the one section whose
-// defaults config cannot take from its package: heartbeat imports config
-// (heartbeat.ConfigOptions), so config cannot import heartbeat. Until that
-// function moves to the runtime, this test keeps the two copies equal.
-func TestHeartbeatDefaultsMatchThePackage(t *testing.T) {
-	h := config.Default().Heartbeat
-	if h.Interval.D() != heartbeat.DefaultInterval || h.MaxFileBytes != heartbeat.DefaultMaxFileBytes || h.TurnTimeout.D() != heartbeat.DefaultTurnTimeout {
-		t.Fatalf("config heartbeat defaults %+v differ from package heartbeat's (%v, %d, %v)",
-			h, heartbeat.DefaultInterval, heartbeat.DefaultMaxFileBytes, heartbeat.DefaultTurnTimeout)
+// The heartbeat section's defaults are package heartbeat's, and only
+// theirs: a config.json without the section loads them, under the same
+// dotted keys.
+func TestHeartbeatDefaultsComeFromThePackage(t *testing.T) {
+	if got, want := config.Default().Heartbeat, heartbeat.DefaultConfig(); got != want {
+		t.Fatalf("config.Default().Heartbeat = %+v, want heartbeat.DefaultConfig() %+v", got, want)
+	}
+	path := filepath.Join(t.TempDir(), "config.json")
+	if err := os.WriteFile(path, []byte(`{"heartbeat":{"interval":"45m"}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := heartbeat.DefaultConfig()
+	want.Interval = config.Duration(45 * 60 * 1e9)
+	if cfg.Heartbeat != want {
+		t.Fatalf("loaded %+v, want the package defaults with interval 45m", cfg.Heartbeat)
 	}
 }

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/raven-agent/raven/internal/clock"
-	"github.com/raven-agent/raven/internal/config"
 	"github.com/raven-agent/raven/internal/llm"
 	"github.com/raven-agent/raven/internal/spine"
 	"github.com/raven-agent/raven/internal/wake"
@@ -66,23 +65,6 @@ type Options struct {
 	TurnTimeout time.Duration
 	Clock       clock.Clock
 	Logger      *slog.Logger
-}
-
-// ConfigOptions fills the Options that come from the data directory and
-// config; the caller adds Provider, Model, Submit, Post, Waiter, Clock and
-// Logger.
-func ConfigOptions(p config.Paths, cfg config.Config) Options {
-	h := cfg.Heartbeat
-	return Options{
-		Path:         p.Heartbeat(),
-		Interval:     h.Interval.D(),
-		MaxFileBytes: h.MaxFileBytes,
-		Channel:      h.Channel,
-		ChatID:       h.ChatID,
-		Forward:      cfg.Channels.Forward,
-		LastRunPath:  LastRunPath(p.Root),
-		TurnTimeout:  h.TurnTimeout.D(),
-	}
 }
 
 // Route names the path a tick took.

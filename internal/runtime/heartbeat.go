@@ -3,6 +3,8 @@ package runtime
 import (
 	"context"
 
+	"github.com/raven-agent/raven/internal/config"
+
 	"github.com/raven-agent/raven/internal/heartbeat"
 	"github.com/raven-agent/raven/internal/spine"
 	"github.com/raven-agent/raven/internal/wake"
@@ -19,7 +21,7 @@ func (r *Runtime) buildHeartbeat(context.Context, Options) error {
 	r.wake = ws
 	r.observeTurns(nil, func(spine.TurnRequest, spine.Result) { ws.TurnDone() })
 	r.subagents.OnDone = func(id string) { ws.RequestWakeNow("subagent " + id + " finished") }
-	o := heartbeat.ConfigOptions(r.paths, r.cfg)
+	o := HeartbeatOptions(r.paths, r.cfg)
 	// The provider already knows its model; the spec ("openai/gpt-4o-mini")
 	// is not a model name an API accepts.
 	o.Provider = r.provider
@@ -32,6 +34,23 @@ func (r *Runtime) buildHeartbeat(context.Context, Options) error {
 	}
 	r.heartbeat = hb
 	return nil
+}
+
+// HeartbeatOptions fills the heartbeat.Options that come from the data
+// directory and the config; the caller adds Provider, Submit, Post,
+// Waiter, Resolve, Clock and Logger.
+func HeartbeatOptions(p config.Paths, cfg config.Config) heartbeat.Options {
+	h := cfg.Heartbeat
+	return heartbeat.Options{
+		Path:         p.Heartbeat(),
+		Interval:     h.Interval.D(),
+		MaxFileBytes: h.MaxFileBytes,
+		Channel:      h.Channel,
+		ChatID:       h.ChatID,
+		Forward:      cfg.Channels.Forward,
+		LastRunPath:  heartbeat.LastRunPath(p.Root),
+		TurnTimeout:  h.TurnTimeout.D(),
+	}
 }
 
 func (r *Runtime) heartbeatTargets(channel, chatID string) []heartbeat.Target {

@@ -6,7 +6,10 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/raven-agent/raven/internal/llm"
 	"github.com/raven-agent/raven/internal/outbox"
+	"github.com/raven-agent/raven/internal/sentinel/executor"
+	"github.com/raven-agent/raven/internal/session"
 	"github.com/raven-agent/raven/internal/spine"
 )
 
@@ -63,6 +66,41 @@ const AttachBurst = 100
 // errBurstFull stops a drain at AttachBurst; the outbox keeps the rest.
 var errBurstFull = errors.New("attach burst shown")
 
+// showMenu makes a discovery menu kept in the outbox answerable on the
+// surface that now shows it (ISSUE8 §2.1/§2.5): the owner's "1" there is
+// the pick. A menu that closed while it waited says so instead of
+// inviting a pick nobody will take.
+func (r *Runtime) showMenu(ctx context.Context, id, conv, content string) string {
+	err := r.sentinel.Pending.Show(ctx, id, conv)
+	switch {
+	case errors.Is(err, executor.ErrNoPendingDecision):
+		return content + "\n\n(This menu is no longer open.)"
+	case err != nil:
+		r.log.Warn("outbox: menu not made answerable on the surface showing it", "decision", id, "conversation", conv, "err", err)
+	}
+	return content
+}
+
+// rememberShown writes a Sentinel message shown from the outbox into the
+// conversation it was shown in, as rememberNudge does for one delivered
+// at once, so the next turn sees what the owner just read.
+func (r *Runtime) rememberShown(ctx context.Context, conv string, m spine.Message) {
+	if m.Origin != spine.OriginSentinel {
+		return
+	}
+	tag := "[proactive, from the outbox]"
+	if id, _ := m.Extras[executor.ExtraNudgeID].(string); id != "" {
+		tag = fmt.Sprintf("[proactive, from the outbox, nudge_id=%s]", id)
+	}
+	e := session.Entry{
+		Message:      llm.Message{Role: llm.RoleAssistant, Content: tag + " " + m.Content},
+		Conversation: conv, Channel: m.Channel, ChatID: m.ChatID, Origin: string(spine.OriginSentinel), At: r.clk.Now(),
+	}
+	if err := r.sessions.Append(context.WithoutCancel(ctx), e); err != nil {
+		r.log.Warn("outbox: shown message not recorded in session", "conversation", conv, "err", err)
+	}
+}
+
 // deliverOutbox shows conv's new surface the owner's pending outbox items,
 // oldest first and at most AttachBurst, each marked delivered once shown;
 // one that could not be shown stays for the next attach.
@@ -76,10 +114,20 @@ func (r *Runtime) deliverOutbox(ctx context.Context, conv string, s Surface) {
 		}
 		m := outbox.ToMessage(it)
 		m.Channel, m.ChatID, m.Reply = ch, id, false
+		menu, _ := m.Extras[executor.ExtraPendingDecision].(string)
+		if menu != "" {
+			m.Content = r.showMenu(ctx, menu, conv, m.Content)
+		}
 		if err := s.Deliver(ctx, m); err != nil {
+			if menu != "" {
+				if uerr := r.sentinel.Pending.Unshow(context.WithoutCancel(ctx), menu, conv); uerr != nil {
+					r.log.Warn("outbox: menu left answerable where it was not shown", "decision", menu, "conversation", conv, "err", uerr)
+				}
+			}
 			return err
 		}
 		shown++
+		r.rememberShown(ctx, conv, m)
 		return nil
 	})
 	switch {

@@ -2,7 +2,9 @@ package runtime
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/raven-agent/raven/internal/clock"
@@ -28,8 +30,13 @@ func (r *Runtime) buildSentinel(_ context.Context, _ Options) error {
 		Sessions:     r.sessions.Active,
 		LastActivity: r.sessions.LastActivity,
 		Messages:     r.sessions.Since,
-		RunAgent:     r.runAgent,
-		OnDelivered:  r.rememberNudge,
+		// A spawn's result goes through the dispatcher like any nudge:
+		// into the owner's session and the feedback log.
+		RunAgent: func(ctx context.Context, task string, done executor.SpawnDone) error {
+			return r.subagents.Run(ctx, task, done)
+		},
+		Tools:       r.runPickedTool,
+		OnDelivered: r.rememberNudge,
 		OnTick: func(rec sentinel.TickRecord) {
 			r.emit("sentinel.tick", rec.Target, rec)
 			if rec.Allowed != nil && !*rec.Allowed {
@@ -51,6 +58,22 @@ func (r *Runtime) buildSentinel(_ context.Context, _ Options) error {
 	r.agent.AddInboundHook(sys.Consumer.Hook)
 	r.toolReg.Register(sys.FeedbackTool())
 	return nil
+}
+
+// runPickedTool runs a discovery menu's tool option through the agent's
+// tools registry — the same schema validation and work timeout a model's
+// tool call gets. The Sentinel's policy already passed the pick.
+func (r *Runtime) runPickedTool(ctx context.Context, name string, args json.RawMessage) (string, error) {
+	if d := r.cfg.Agent.ToolTimeout.D(); d > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, d)
+		defer cancel()
+	}
+	out, err := r.toolReg.Run(ctx, llm.ToolCall{Name: name, Arguments: string(args)})
+	if err != nil {
+		return "", fmt.Errorf("tool %s: %w", name, err)
+	}
+	return out, nil
 }
 
 // sentinelTargets is the Sentinel's view of Resolve: a session asks for
@@ -122,16 +145,22 @@ func (r *Runtime) replyReached(req spine.TurnRequest, res spine.Result) bool {
 // nudge_feedback when the owner reacts ("stop reminding me"). One kept in
 // the outbox is written when shown, not now.
 func (r *Runtime) rememberNudge(ctx context.Context, d executor.Delivery) {
-	ch, id, ok := spine.SplitConversationKey(d.Session)
-	if !ok || d.NudgeID == "" || ch == OutboxChannel {
+	if d.NudgeID == "" {
 		return
 	}
-	e := session.Entry{
-		Message:      llm.Message{Role: llm.RoleAssistant, Content: fmt.Sprintf("[proactive %s, nudge_id=%s] %s", d.Action, d.NudgeID, d.Content)},
-		Conversation: d.Session, Channel: ch, ChatID: id, Origin: string(spine.OriginSentinel), At: r.clk.Now(),
-	}
-	if err := r.sessions.Append(context.WithoutCancel(ctx), e); err != nil {
-		r.log.Warn("sentinel: nudge not recorded in session", "session", d.Session, "err", err)
+	// A delivery to several targets names them all, comma-joined.
+	for _, sess := range strings.Split(d.Session, ",") {
+		ch, id, ok := spine.SplitConversationKey(sess)
+		if !ok || ch == OutboxChannel {
+			continue
+		}
+		e := session.Entry{
+			Message:      llm.Message{Role: llm.RoleAssistant, Content: fmt.Sprintf("[proactive %s, nudge_id=%s] %s", d.Action, d.NudgeID, d.Content)},
+			Conversation: sess, Channel: ch, ChatID: id, Origin: string(spine.OriginSentinel), At: r.clk.Now(),
+		}
+		if err := r.sessions.Append(context.WithoutCancel(ctx), e); err != nil {
+			r.log.Warn("sentinel: nudge not recorded in session", "session", sess, "err", err)
+		}
 	}
 }
 

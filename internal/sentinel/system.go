@@ -142,7 +142,8 @@ func NewSystem(o SystemOptions) (*System, error) {
 	}
 	delivered := s.recordDelivery
 
-	s.Dispatcher = executor.NewDispatcher(executor.DispatcherOptions{Gate: pol, Post: o.Post, Targets: targets, OnDelivered: delivered, Clock: o.Clock, Logger: log})
+	s.Pending = executor.NewPendingDecisionStore(o.Paths.PendingDecisions(), cfg.PendingTTL.D(), o.Clock)
+	s.Dispatcher = executor.NewDispatcher(executor.DispatcherOptions{Gate: pol, Post: o.Post, Targets: targets, Menus: s.Pending, OnDelivered: delivered, Clock: o.Clock, Logger: log})
 	if s.Injector, err = executor.NewInjector(executor.InjectorOptions{Store: store, Gate: pol, TTL: cfg.InjectTTL.D(), Cap: cfg.InjectCap, OnDelivered: delivered, Clock: o.Clock, Logger: log}); err != nil {
 		return nil, err
 	}
@@ -156,7 +157,6 @@ func NewSystem(o SystemOptions) (*System, error) {
 		log.Info("sentinel: spawn results bypass the dispatcher (not recorded in the owner's session, not tracked for feedback); pass SystemOptions.RunAgent")
 	}
 	s.Spawn = executor.NewSpawn(executor.SpawnOptions{Gate: pol, Run: o.RunAgent, Deliver: s.Dispatcher.DeliverCharged, Spawn: o.Spawn, Targets: targets, OnDelivered: delivered, Logger: log})
-	s.Pending = executor.NewPendingDecisionStore(o.Paths.PendingDecisions(), cfg.PendingTTL.D(), o.Clock)
 	s.Router = executor.NewRouter(executor.RouterOptions{Provider: o.Provider, Model: o.Model, MinConfidence: cfg.DecisionConfidence, Logger: log})
 	s.Actions = executor.NewActionExecutor(executor.ActionExecutorOptions{Gate: pol, Injector: s.Injector, Spawn: s.Spawn, Tools: o.Tools, OnDelivered: delivered, Clock: o.Clock, Logger: log})
 	s.Consumer = executor.NewConsumer(executor.ConsumerOptions{Store: s.Pending, Router: s.Router, Executor: s.Actions, Confirm: cfg.DecisionConfirm, Logger: log})

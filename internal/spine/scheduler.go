@@ -126,9 +126,12 @@ type Scheduler struct {
 	userRunning int
 }
 
+// DefaultUserPool is how many user turns run at once (gateway.user_pool).
+const DefaultUserPool = 4
+
 // DefaultPools is the gateway's pool configuration.
 func DefaultPools() map[Origin]int {
-	return map[Origin]int{OriginUser: 4, OriginSentinel: 1, OriginCron: 2, OriginHeartbeat: 1, OriginSubagent: 2}
+	return map[Origin]int{OriginUser: DefaultUserPool, OriginSentinel: 1, OriginCron: 2, OriginHeartbeat: 1, OriginSubagent: 2}
 }
 
 // NewScheduler returns a scheduler running turns with h and delivering

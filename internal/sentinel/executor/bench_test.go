@@ -2,6 +2,7 @@ package executor
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
@@ -62,5 +63,29 @@ func BenchmarkInjectorModify(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkPendingActive is the consumer hook's lookup on every owner
+// message: a retained week of menus, each shown in two sessions.
+func BenchmarkPendingActive(b *testing.B) {
+	ctx := context.Background()
+	s := NewPendingDecisionStore(filepath.Join(b.TempDir(), "pending.json"), 0, clock.NewFake(t0))
+	for i := range 20 {
+		pd, err := s.Put(ctx, PendingDecision{Session: fmt.Sprintf("tui:s%d", i), Options: []Option{{Title: "a", Kind: KindReply}}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, sess := range []string{fmt.Sprintf("telegram:%d", i), "cli:direct"} {
+			if err := s.Show(ctx, pd.ID, sess); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, ok, err := s.Active(ctx, "cli:direct"); err != nil || !ok {
+			b.Fatal(ok, err)
+		}
 	}
 }

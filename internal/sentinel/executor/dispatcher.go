@@ -20,10 +20,21 @@ type DispatcherOptions struct {
 	// after the dispatcher in the gateway).
 	Post PostFunc
 	// Targets resolves a session to outlets; nil sends to the session itself.
-	Targets     TargetsFunc
+	Targets TargetsFunc
+	// Menus makes a discovery menu answerable in each session it is
+	// posted to (the PendingDecisionStore); nil: a menu is answerable only
+	// in its planned session.
+	Menus       MenuShower
 	OnDelivered DeliveredFunc
 	Clock       clock.Clock
 	Logger      *slog.Logger
+}
+
+// MenuShower records where a discovery menu is shown
+// (*PendingDecisionStore).
+type MenuShower interface {
+	Show(ctx context.Context, id, session string) error
+	Unshow(ctx context.Context, id, session string) error
 }
 
 // NudgeDispatcher posts standalone proactive messages through the hub. It
@@ -85,7 +96,7 @@ func (d *NudgeDispatcher) DispatchOptions(ctx context.Context, pd PendingDecisio
 		return denied(LayerInput, "pending decision has no options")
 	}
 	n := Nudge{Action: policy.ActionNudge, Message: RenderMenu(pd), Session: pd.Session, Priority: pd.Priority, Topic: pd.Topic, Reason: "task discovery"}
-	return d.deliver(ctx, n, n.Message, map[string]any{"pending_decision": pd.ID})
+	return d.deliver(ctx, n, n.Message, map[string]any{ExtraPendingDecision: pd.ID})
 }
 
 // deliver resolves n's targets first and checks the policy for each of
@@ -133,7 +144,9 @@ func (d *NudgeDispatcher) DeliverCharged(ctx context.Context, n Nudge, nudgeID s
 	if len(targets) == 0 {
 		return denied(LayerInput, fmt.Sprintf("no delivery target for session %q", n.Session))
 	}
-	res := d.post(ctx, targets, n.Message, nil)
+	// The id rides along, so a result kept in the outbox can be recorded
+	// under it when it is finally shown.
+	res := d.post(ctx, targets, n.Message, map[string]any{ExtraNudgeID: nudgeID})
 	res.Verdict = policy.Verdict{Allow: true}
 	if !res.Delivered {
 		d.o.Logger.Warn("sentinel: charged message not delivered", "session", n.Session, "nudge_id", nudgeID, "err", res.Error)
@@ -166,18 +179,34 @@ func (d *NudgeDispatcher) record(ctx context.Context, req policy.Request) string
 	return id
 }
 
-// post sends content to every target, ungated.
+// post sends content to every target, ungated. A menu is made answerable
+// in a target before it is posted there, so an owner who answers at once
+// finds it.
 func (d *NudgeDispatcher) post(ctx context.Context, targets []Target, content string, extras map[string]any) Result {
 	p := d.postFn.Load()
 	if p == nil || *p == nil {
 		return Result{Error: ErrNoPost.Error()}
 	}
+	menu, _ := extras[ExtraPendingDecision].(string)
+	if d.o.Menus == nil {
+		menu = ""
+	}
 	var res Result
 	var errs []string
 	for _, t := range targets {
+		if menu != "" {
+			if err := d.o.Menus.Show(ctx, menu, t.Key()); err != nil {
+				d.o.Logger.Warn("sentinel: menu not made answerable where it is shown", "decision", menu, "session", t.Key(), "err", err)
+			}
+		}
 		m := spine.Message{Channel: t.Channel, ChatID: t.ChatID, Content: content, Origin: spine.OriginSentinel, Proactive: true, Extras: extras}
 		if err := (*p)(ctx, m); err != nil {
 			errs = append(errs, err.Error())
+			if menu != "" {
+				if uerr := d.o.Menus.Unshow(context.WithoutCancel(ctx), menu, t.Key()); uerr != nil {
+					d.o.Logger.Warn("sentinel: menu left answerable where it was not shown", "decision", menu, "session", t.Key(), "err", uerr)
+				}
+			}
 			continue
 		}
 		res.Delivered = true

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -58,7 +59,12 @@ type PendingDecision struct {
 	Picked   int             `json:"picked,omitempty"` // 1-based
 	// Resume is the state an executing pick returns the menu to when it
 	// fails (or its process died: see pickClaimTimeout).
-	Resume    string    `json:"resume,omitempty"`
+	Resume string `json:"resume,omitempty"`
+	// Shown lists the sessions the menu was actually delivered to (a
+	// forward channel, the surface that drained it from the outbox). Once
+	// it was shown anywhere, it is answerable there and only there: the
+	// owner picks where they read it, not where it was planned.
+	Shown     []string  `json:"shown,omitempty"`
 	CreatedAt time.Time `json:"created_at"`
 	ExpiresAt time.Time `json:"expires_at"`
 	UpdatedAt time.Time `json:"updated_at,omitzero"`
@@ -69,6 +75,23 @@ func (pd PendingDecision) Active(now time.Time) bool {
 	st := pd.effectiveState(now)
 	return (st == StateOpen || st == StateAwaitingConfirm) && now.Before(pd.ExpiresAt)
 }
+
+// AnswerableIn reports whether a pick typed in session answers pd.
+func (pd PendingDecision) AnswerableIn(session string) bool {
+	if len(pd.Shown) == 0 {
+		return pd.Session == session
+	}
+	return slices.Contains(pd.Shown, session)
+}
+
+// ExtraPendingDecision is the spine.Message extra naming the menu a
+// message shows, so whoever finally shows it (the outbox on attach) can
+// make it answerable there.
+const ExtraPendingDecision = "pending_decision"
+
+// ExtraNudgeID is the spine.Message extra carrying the nudge id of a
+// message whose fire was charged before it was posted (a spawn's result).
+const ExtraNudgeID = "nudge_id"
 
 // pickClaimTimeout bounds how long a pick may hold its menu as executing:
 // a claim older than that belongs to a process that died mid-pick, and the
@@ -210,7 +233,7 @@ func (s *PendingDecisionStore) Put(ctx context.Context, pd PendingDecision) (Pen
 		}
 		pd.State = StateOpen
 		for i := range f.Decisions {
-			if d := &f.Decisions[i]; d.Session == pd.Session && d.Active(now) {
+			if d := &f.Decisions[i]; d.AnswerableIn(pd.Session) && d.Active(now) {
 				d.State = StateSuperseded
 				d.UpdatedAt = now.UTC()
 			}
@@ -221,13 +244,13 @@ func (s *PendingDecisionStore) Put(ctx context.Context, pd PendingDecision) (Pen
 	return pd, err
 }
 
-// Active returns the session's newest active decision.
+// Active returns the newest active decision answerable in session.
 func (s *PendingDecisionStore) Active(ctx context.Context, session string) (PendingDecision, bool, error) {
 	var out PendingDecision
 	found := false
 	err := s.update(ctx, func(f *pendingFile, now time.Time) (bool, error) {
 		for i := len(f.Decisions) - 1; i >= 0; i-- {
-			if d := f.Decisions[i]; d.Session == session && d.Active(now) {
+			if d := f.Decisions[i]; d.AnswerableIn(session) && d.Active(now) {
 				d.State = d.effectiveState(now)
 				out, found = d, true
 				break
@@ -236,6 +259,49 @@ func (s *PendingDecisionStore) Active(ctx context.Context, session string) (Pend
 		return false, nil
 	})
 	return out, found, err
+}
+
+// Show records that the active decision id is being shown in session:
+// from now on a pick typed there answers it, and any other active menu
+// answerable there is superseded (the owner's "2" means the menu they
+// see last). Showing a decision that is no longer active is
+// ErrNoPendingDecision.
+func (s *PendingDecisionStore) Show(ctx context.Context, id, session string) error {
+	return s.update(ctx, func(f *pendingFile, now time.Time) (bool, error) {
+		d, err := findDecision(f, id)
+		if err != nil {
+			return false, err
+		}
+		if !d.Active(now) {
+			return false, fmt.Errorf("%w: %s is %s", ErrNoPendingDecision, id, d.effectiveState(now))
+		}
+		for i := range f.Decisions {
+			if o := &f.Decisions[i]; o.ID != id && o.AnswerableIn(session) && o.Active(now) {
+				o.State, o.UpdatedAt = StateSuperseded, now.UTC()
+			}
+		}
+		if slices.Contains(d.Shown, session) {
+			return true, nil
+		}
+		d.Shown, d.UpdatedAt = append(d.Shown, session), now.UTC()
+		return true, nil
+	})
+}
+
+// Unshow undoes Show for a delivery that failed.
+func (s *PendingDecisionStore) Unshow(ctx context.Context, id, session string) error {
+	return s.update(ctx, func(f *pendingFile, now time.Time) (bool, error) {
+		d, err := findDecision(f, id)
+		if err != nil {
+			return false, err
+		}
+		i := slices.Index(d.Shown, session)
+		if i < 0 {
+			return false, nil
+		}
+		d.Shown, d.UpdatedAt = slices.Delete(d.Shown, i, i+1), now.UTC()
+		return true, nil
+	})
 }
 
 // Transition moves an active decision to state with the picked option.
