@@ -329,3 +329,20 @@ func (s *Store) tx(ctx context.Context, fn func(*sql.Tx) error) error {
 	}
 	return tx.Commit()
 }
+
+// CredentialGeneration reports name's current generation and whether it is
+// still active (not revoked); an unknown name is inactive. It is how a
+// holder of state bound to a credential (an owner question) checks it on
+// every use.
+func (s *Store) CredentialGeneration(ctx context.Context, name string) (int, bool, error) {
+	var gen int
+	var revoked sql.NullInt64
+	err := s.db.QueryRowContext(ctx, `SELECT generation, revoked_at FROM auth_credentials WHERE name = ?`, name).Scan(&gen, &revoked)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, fmt.Errorf("auth: credential %s: %w", name, err)
+	}
+	return gen, !revoked.Valid, nil
+}

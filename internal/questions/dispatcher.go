@@ -140,7 +140,7 @@ func (s *Store) Get(ctx context.Context, p auth.Principal, in GetParams) (Snapsh
 				return err
 			}
 		}
-		if q != nil && q.status == StatusPending {
+		if q != nil && q.status == StatusPending && !s.readOnly {
 			row, swept, err := s.sweep(ctx, tx, fx, c, *q)
 			if err != nil {
 				return err

@@ -109,6 +109,8 @@ type Store struct {
 	// identify resolves workspace identities (IdentifyWorkspace); a test
 	// replaces it to stand in for a filesystem that reuses inodes.
 	identify identifier
+	// readOnly stores never end a question on read (see OpenReadOnly).
+	readOnly bool
 
 	// afterAnswerWrite is a test seam between the answer write and the run
 	// write of one acceptance transaction.
@@ -139,6 +141,32 @@ func OpenStore(ctx context.Context, db *sql.DB, o StoreOptions) (*Store, error) 
 		return nil, fmt.Errorf("questions: %w", err)
 	}
 	return &Store{db: db, clk: o.Clock, log: o.Logger, opts: o, identify: IdentifyWorkspace}, nil
+}
+
+// ErrSchemaOutdated: a read-only open found the database's questions
+// schema missing or older than this binary's.
+var ErrSchemaOutdated = errors.New("questions: database schema is not current")
+
+// OpenReadOnly returns a Store for reads only, for a CLI with no gateway:
+// it never migrates, and snapshot reads report the stored state without
+// ending a question that became invalid (ending one must write its
+// input_resolved event, which only the gateway does).
+func OpenReadOnly(ctx context.Context, db *sql.DB, o StoreOptions) (*Store, error) {
+	var v sql.NullInt64
+	err := db.QueryRowContext(ctx, `SELECT MAX(version) FROM schema_migrations WHERE component = 'questions'`).Scan(&v)
+	if err != nil || int(v.Int64) != len(migrations) {
+		return nil, fmt.Errorf("%w (have version %d, want %d; start `raven gateway` once to migrate)", ErrSchemaOutdated, v.Int64, len(migrations))
+	}
+	if o.Clock == nil {
+		o.Clock = clock.Real()
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.NewID == nil {
+		o.NewID = newUUID
+	}
+	return &Store{db: db, clk: o.Clock, log: o.Logger, opts: o, identify: IdentifyWorkspace, readOnly: true}, nil
 }
 
 // effects collects what a transaction must do after it commits.
