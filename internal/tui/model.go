@@ -65,6 +65,8 @@ type Model struct {
 	clarify  *clarifyState
 	question *Snapshot
 	notice   string
+	// panel is the last /conversations answer, shown until the next command.
+	panel []string
 
 	width, height int
 	quitting      bool
@@ -425,6 +427,9 @@ func (m *Model) submit(text string) tea.Cmd {
 	switch {
 	case text == "/quit" || text == "/exit":
 		return m.quit()
+	case text == "/take" || text == "/release" || text == "/conversations":
+		m.panel = nil
+		return m.conversationCommand(text)
 	case text == "/question" || strings.HasPrefix(text, "/question "):
 		return m.questionCommand(strings.TrimSpace(strings.TrimPrefix(text, "/question")))
 	}
@@ -480,6 +485,8 @@ func (m *Model) rpcDone(r rpcDoneMsg) tea.Cmd {
 		return m.questionFetched(r)
 	case "question-answer", "question-cancel":
 		return m.questionDone(r)
+	case "take", "release", "conversations":
+		return m.conversationDone(r)
 	}
 	return nil
 }
