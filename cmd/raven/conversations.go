@@ -135,9 +135,27 @@ func openQuestionOps(cmd *cobra.Command, g *globals, cf *convFlags, write bool) 
 
 // emptyData answers reads on a data dir that has no database yet, without
 // creating one.
-type emptyData struct {
-	questionOps
-	dir string
+type emptyData struct{ dir string }
+
+// Writes never reach emptyData (they are refused with no gateway); these
+// keep it a whole questionOps all the same.
+func (emptyData) InputAnswer(context.Context, auth.Principal, json.RawMessage) (any, error) {
+	return nil, errNoGatewayWrite
+}
+func (emptyData) InputCancel(context.Context, auth.Principal, json.RawMessage) (any, error) {
+	return nil, errNoGatewayWrite
+}
+func (emptyData) ConversationsNew(context.Context, auth.Principal, json.RawMessage) (any, error) {
+	return nil, errNoGatewayWrite
+}
+func (emptyData) ConversationsReset(context.Context, auth.Principal, json.RawMessage) (any, error) {
+	return nil, errNoGatewayWrite
+}
+func (emptyData) ConversationsTake(context.Context, auth.Principal, json.RawMessage) (any, error) {
+	return nil, errNoGatewayWrite
+}
+func (emptyData) ConversationsRelease(context.Context, auth.Principal, json.RawMessage) (any, error) {
+	return nil, errNoGatewayWrite
 }
 
 func (e emptyData) notFound(params json.RawMessage) error {

@@ -322,3 +322,65 @@ func TestConversationsHelpDocumentsExitCodes(t *testing.T) {
 		}
 	}
 }
+
+// The native seat over the control API, as `raven chat --native CONV`
+// claims it: the pending question is cancelled with its event, the
+// conversation shows the seat and holds no question until it is released;
+// a device may not claim it.
+func TestConversationsNativeSeat(t *testing.T) {
+	dir := t.TempDir()
+	tc := startTestControl(t, dir)
+	ctx := context.Background()
+	p, _ := config.NewPaths(dir)
+	run := func(args ...string) (string, error) {
+		out, _, err := runRavenIO(t, "", append([]string{"--data-dir", dir, "conversations"}, args...)...)
+		return out, err
+	}
+	if _, err := run("new", "--workspace", t.TempDir(), "--id", "tui:n"); err != nil {
+		t.Fatal(err)
+	}
+	s, err := tc.store.Ask(ctx, "tui:n", questions.NewQuestion{Question: "Name the branch?"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := auth.ReadTokenFile(p.OperatorToken())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := controlapi.Dial(ctx, p.Socket(), tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var res questions.NativeResult
+	rpc(t, c, questions.MethodConversationsNative, questions.NativeParams{Conversation: "tui:n", Seat: "chat:4242"}, &res)
+	if res.NativeOwner != "chat:4242" || res.CanHoldQuestion {
+		t.Fatalf("claim = %+v", res)
+	}
+	if ev := tc.resolved(); len(ev) != 1 || ev[0].RequestID != s.Request.RequestID || ev[0].Reason != questions.ReasonNativeTakeover {
+		t.Fatalf("resolved = %+v", ev)
+	}
+	out, err := run("show", "tui:n")
+	if err != nil || !strings.Contains(out, "native seat   chat:4242") || !strings.Contains(out, "cannot hold one (native_owner)") {
+		t.Fatalf("show: %v\n%s", err, out)
+	}
+	if _, err := tc.store.Ask(ctx, "tui:n", questions.NewQuestion{Question: "again?"}); questions.CodeOf(err) != questions.CodeUnavailable {
+		t.Fatalf("ask under a native seat: %v", err)
+	}
+
+	phone := tc.device(t, "phone", false)
+	ptok, _ := auth.ReadTokenFile(phone)
+	pc, err := controlapi.Dial(ctx, p.Socket(), ptok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Close()
+	if err := pc.Call(ctx, questions.MethodConversationsNative, questions.NativeParams{Conversation: "tui:n", Seat: "x"}, nil); !controlapi.IsCode(err, controlapi.CodeForbidden) {
+		t.Fatalf("device claim: %v", err)
+	}
+
+	rpc(t, c, questions.MethodConversationsNative, questions.NativeParams{Conversation: "tui:n", Seat: "chat:4242", Release: true}, &res)
+	if out, err := run("show", "tui:n"); err != nil || !strings.Contains(out, "can hold one") {
+		t.Fatalf("show after release: %v\n%s", err, out)
+	}
+}

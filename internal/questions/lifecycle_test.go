@@ -365,3 +365,48 @@ func TestWorkspaceBirthUnknown(t *testing.T) {
 		t.Fatalf("eligible = %v", err)
 	}
 }
+
+func TestDefaultWorkspace(t *testing.T) {
+	base, _ := filepath.EvalSymlinks(t.TempDir())
+	data := filepath.Join(base, ".raven")
+	proj := filepath.Join(base, "proj")
+	os.MkdirAll(filepath.Join(data, "workspace"), 0o700)
+	os.Mkdir(proj, 0o700)
+	tests := []struct {
+		cwd  string
+		want string
+		ok   bool
+	}{
+		{proj, proj, true},
+		{data, "", false},
+		{filepath.Join(data, "workspace"), "", false},
+		{filepath.Join(base, "missing"), "", false},
+		{base, base, true},
+	}
+	for _, tt := range tests {
+		if got, ok := DefaultWorkspace(tt.cwd, data); got != tt.want || ok != tt.ok {
+			t.Errorf("DefaultWorkspace(%s) = %q, %v; want %q, %v", tt.cwd, got, ok, tt.want, tt.ok)
+		}
+	}
+}
+
+func BenchmarkTurnMembership(b *testing.B) {
+	h := newHarness(b, nil)
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, ok := h.store.TurnMembership(ctx, ownerConv); !ok {
+			b.Fatal("no fact")
+		}
+	}
+}
+
+func BenchmarkIdentifyWorkspace(b *testing.B) {
+	dir := b.TempDir()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := IdentifyWorkspace(dir); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 )
 
@@ -93,4 +94,23 @@ func (w WorkspaceID) verifyWith(identify identifier) error {
 		return fmt.Errorf("questions: workspace %s was re-created (same inode, new birth time): %w", w.Path, ErrWorkspaceReplaced)
 	}
 	return nil
+}
+
+// DefaultWorkspace is the workspace an operator session binds when no
+// --workspace was given: the directory it was started in, unless that is
+// the data dir or inside it (Raven's own state is never a project). ok is
+// false when there is no default.
+func DefaultWorkspace(cwd, dataDir string) (dir string, ok bool) {
+	c, err1 := filepath.EvalSymlinks(cwd)
+	d, err2 := filepath.EvalSymlinks(dataDir)
+	if err1 != nil {
+		return "", false
+	}
+	if err2 == nil {
+		if rel, err := filepath.Rel(d, c); err == nil && (rel == "." || !strings.HasPrefix(rel, "..")) {
+			return "", false
+		}
+	}
+	c, err := filepath.Abs(c)
+	return c, err == nil
 }

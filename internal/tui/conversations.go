@@ -18,12 +18,17 @@ const (
 	MethodConversationsList    = "conversations.list"
 	MethodConversationsTake    = "conversations.take"
 	MethodConversationsRelease = "conversations.release"
+	MethodConversationsOpen    = "conversations.open"
 )
 
 // Conversation-lifecycle DTOs, mirroring internal/questions.
 type (
 	ConversationParams struct {
 		Conversation string `json:"conversation"`
+	}
+	OpenParams struct {
+		Conversation string `json:"conversation"`
+		Workspace    string `json:"workspace"`
 	}
 	ConversationItem struct {
 		ID              string `json:"id"`
@@ -99,9 +104,15 @@ func (m *Model) conversationCommand(verb string) tea.Cmd {
 func (m *Model) conversationDone(r rpcDoneMsg) tea.Cmd {
 	if r.err != nil {
 		m.notice = refusal(r.what, r.err)
+		if r.what == "open" {
+			m.notice = "owner conversation not bound to " + m.o.Workspace + " (no questions here): " + r.err.Error()
+			return m.refreshQuestion()
+		}
 		return nil
 	}
 	switch r.what {
+	case "open":
+		return m.refreshQuestion()
 	case "take":
 		var t TakeResult
 		_ = json.Unmarshal(r.result, &t)

@@ -34,7 +34,12 @@ const (
 // Options configure the model.
 type Options struct {
 	Conversation string
-	Dial         Dialer
+	// Workspace, when set, is the absolute directory this operator session
+	// works in: on every connect the conversation is created or re-bound
+	// as an owner conversation there (conversations.open), so it can hold
+	// questions.
+	Workspace string
+	Dial      Dialer
 	// Clock drives the clarify countdown text.
 	Clock clock.Clock
 	// After schedules msg after d (default tea.Tick); tests record it and
@@ -184,11 +189,16 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.status = "connected"
 		// After a gateway restart the displayed owner question may be
 		// stale, so it is fetched again rather than trusted.
+		fetch := m.refreshQuestion()
+		if m.o.Workspace != "" {
+			// The question is read once the binding is settled.
+			fetch = m.call("open", MethodConversationsOpen, OpenParams{Conversation: m.o.Conversation, Workspace: m.o.Workspace})
+		}
 		return m, tea.Batch(
 			listen(m.gen, msg.client),
 			m.call("attach", MethodChatAttach, ChatAttachParams{Conversation: m.o.Conversation}),
 			m.subscribe(),
-			m.refreshQuestion(),
+			fetch,
 		)
 	case connectFailedMsg:
 		return m, m.lost(msg.err.Error())
@@ -485,7 +495,7 @@ func (m *Model) rpcDone(r rpcDoneMsg) tea.Cmd {
 		return m.questionFetched(r)
 	case "question-answer", "question-cancel":
 		return m.questionDone(r)
-	case "take", "release", "conversations":
+	case "take", "release", "conversations", "open":
 		return m.conversationDone(r)
 	}
 	return nil

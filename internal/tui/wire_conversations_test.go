@@ -174,3 +174,20 @@ func assertWhole(t *testing.T, screen, notice string, width int) {
 func containsFlat(subs ...string) func(string) bool {
 	return func(s string) bool { return contains(subs...)(strings.Join(strings.Fields(s), " ")) }
 }
+
+// With Options.Workspace the TUI binds its conversation on connect.
+func TestOpenOnConnect(t *testing.T) {
+	h := newHarness(t)
+	h.m.o.Workspace = "/home/owner/proj"
+	h.connected()
+	h.m.lost("test")
+	h.send(ReconnectMsg{})
+	h.until("open on reconnect", func() bool {
+		c := h.client(1)
+		return c != nil && len(c.callsTo(MethodConversationsOpen)) == 1 && len(c.callsTo(MethodInputGet)) == 1
+	})
+	got := h.client(1).callsTo(MethodConversationsOpen)[0]
+	if string(got.Params) != `{"conversation":"tui:main","workspace":"/home/owner/proj"}` {
+		t.Fatalf("open params %s", got.Params)
+	}
+}
