@@ -231,6 +231,9 @@ func (r remoteQuestions) ConversationsRelease(ctx context.Context, _ auth.Princi
 
 func (r remoteQuestions) call(ctx context.Context, method string, params json.RawMessage, out any) error {
 	if err := r.c.Call(ctx, method, params, out); err != nil {
+		if controlapi.IsCode(err, controlapi.CodeMethodNotFound) {
+			return fmt.Errorf("conversations: the running gateway does not serve %s (it is older than this raven; restart it): %w", method, err)
+		}
 		return fromRPC(err)
 	}
 	return nil

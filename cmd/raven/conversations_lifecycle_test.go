@@ -173,7 +173,10 @@ func TestConversationsLifecycleCLI(t *testing.T) {
 	_, err = answer(phone, 1)
 	wantExit(t, "device answer without control", err, 4, "take control first")
 	_, err = run("--token-file", viewer, "take", "tui:main")
-	wantExit(t, "read-only device take", err, 4, "")
+	wantExit(t, "read-only device take", err, 4, "read-only device")
+	if strings.Contains(err.Error(), "take control first") {
+		t.Fatalf("a read-only device was told to take control: %v", err)
+	}
 	_, err = run("--token-file", phone, "take", "tui:nobody")
 	wantExit(t, "take of an unknown conversation", err, 1, "no conversation")
 

@@ -207,6 +207,7 @@ func (g *Gateway) wire(ctx context.Context, o DaemonOptions) error {
 		},
 		Continue:  g.continueAnswer,
 		Authority: authority,
+		Leases:    g.Auth,
 	}); err != nil {
 		return err
 	}
@@ -225,6 +226,12 @@ func (g *Gateway) wire(ctx context.Context, o DaemonOptions) error {
 		h := h
 		g.Control.Handle(method, access, func(ctx context.Context, c *controlapi.Call) (any, error) {
 			return rpcErr(h(ctx, c.Principal, c.Params))
+		})
+	}
+	g.Auth.OnCredentialChange(g.Questions.CredentialChanged)
+	for _, m := range g.Questions.Methods() {
+		g.Control.Handle(m.Name, m.Access, func(ctx context.Context, c *controlapi.Call) (any, error) {
+			return questions.RPCResult(m.Handle(ctx, c.Principal, c.Params))
 		})
 	}
 	a.Tools.Register(questions.NewQuestionTool(g.Questions))

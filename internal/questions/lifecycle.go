@@ -359,7 +359,9 @@ func (s *Store) ReleaseControl(ctx context.Context, p auth.Principal, id string)
 func authErr(err error) error {
 	switch {
 	case errors.Is(err, auth.ErrForbidden):
-		return newErr(CodeForbidden, "not_controller", "%v", err)
+		// A captain, a read-only device or another holder's lease: taking
+		// control would not help, so this is not "not_controller".
+		return newErr(CodeForbidden, "may_not_control", "%v", err)
 	case errors.Is(err, auth.ErrRevoked):
 		return newErr(CodeForbidden, "revoked", "%v", err)
 	case errors.Is(err, auth.ErrUnauthenticated):
