@@ -410,3 +410,28 @@ func BenchmarkIdentifyWorkspace(b *testing.B) {
 		}
 	}
 }
+
+func TestQuestionToolOfferedOnlyWhereAQuestionCanBeHeld(t *testing.T) {
+	ctx := context.Background()
+	h := newHarness(t, nil)
+	tool := NewQuestionTool(h.store)
+	if _, err := h.store.NewConversation(ctx, operator, "room:r", KindRoom, ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.store.ClaimNative(ctx, "cli:native", "chat:1"); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		conv string
+		want bool
+	}{{ownerConv, true}, {"room:r", false}, {"cli:native", false}, {"tui:unknown", false}}
+	for _, tt := range tests {
+		if got := tool.OfferedIn(ctx, tt.conv); got != tt.want {
+			t.Errorf("OfferedIn(%s) = %v, want %v", tt.conv, got, tt.want)
+		}
+	}
+	h.creds.set(tuiOwner, 1, false) // owner credential revoked
+	if tool.OfferedIn(ctx, ownerConv) {
+		t.Error("offered with a revoked owner credential")
+	}
+}
