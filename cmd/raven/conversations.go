@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,6 +18,7 @@ import (
 	"github.com/raven-agent/raven/internal/chat"
 	"github.com/raven-agent/raven/internal/clock"
 	"github.com/raven-agent/raven/internal/controlapi"
+	"github.com/raven-agent/raven/internal/eventlog"
 	"github.com/raven-agent/raven/internal/questions"
 	"github.com/raven-agent/raven/internal/sqlitedb"
 )
@@ -521,4 +523,29 @@ func printReceiptResult(w io.Writer, res any, asJSON bool) error {
 	}
 	printReceipt(w, rc)
 	return nil
+}
+
+// hookOwnerQuestions makes a credential change made by this process (`raven
+// auth revoke|rotate`, which work on the database directly) cancel the
+// owner questions bound to that credential at once, each with its
+// input_resolved event in the event log, rather than on their next read by
+// the gateway. The returned func releases the event log.
+func hookOwnerQuestions(ctx context.Context, s *auth.Store, db *sql.DB) (func(), error) {
+	events, err := eventlog.Open(ctx, db, eventlog.Options{})
+	if err != nil {
+		return nil, err
+	}
+	qs, err := questions.OpenStore(ctx, db, questions.StoreOptions{
+		Emit: func(ctx context.Context, kind, conv string, payload any) error {
+			_, err := events.Append(ctx, kind, conv, payload)
+			return err
+		},
+		Authority: questions.Authority{Controllers: s, Credentials: s},
+	})
+	if err != nil {
+		events.Close()
+		return nil, err
+	}
+	s.OnCredentialChange(qs.CredentialChanged)
+	return func() { events.Close() }, nil
 }

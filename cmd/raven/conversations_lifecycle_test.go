@@ -16,6 +16,7 @@ import (
 	"github.com/raven-agent/raven/internal/clock"
 	"github.com/raven-agent/raven/internal/config"
 	"github.com/raven-agent/raven/internal/controlapi"
+	"github.com/raven-agent/raven/internal/eventlog"
 	"github.com/raven-agent/raven/internal/questions"
 	"github.com/raven-agent/raven/internal/sqlitedb"
 )
@@ -385,5 +386,75 @@ func TestConversationsNativeSeat(t *testing.T) {
 	rpc(t, c, questions.MethodConversationsNative, questions.NativeParams{Conversation: "tui:n", Seat: "chat:4242", Release: true}, &res)
 	if out, err := run("show", "tui:n"); err != nil || !strings.Contains(out, "can hold one") {
 		t.Fatalf("show after release: %v\n%s", err, out)
+	}
+}
+
+// `raven auth revoke` and `rotate` work on the database directly; the owner
+// question bound to the credential is cancelled by the command itself, with
+// its input_resolved event in the event log, not on a later read.
+func TestAuthChangeCancelsOwnerQuestionAtOnce(t *testing.T) {
+	for _, verb := range []string{"revoke", "rotate"} {
+		t.Run(verb, func(t *testing.T) {
+			dir := t.TempDir()
+			ctx := context.Background()
+			p, _ := config.NewPaths(dir)
+			db, err := sqlitedb.Open(p.DB())
+			if err != nil {
+				t.Fatal(err)
+			}
+			as, _ := auth.NewStore(ctx, db, clock.Real())
+			tok, _ := as.Create(ctx, auth.RoleOperator, "alice", false)
+			alice, _ := as.Verify(ctx, tok)
+			qs, err := questions.OpenStore(ctx, db, questions.StoreOptions{Authority: questions.Authority{Credentials: as}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := qs.OpenOwner(ctx, alice, "tui:a", t.TempDir()); err != nil {
+				t.Fatal(err)
+			}
+			s, err := qs.Ask(ctx, "tui:a", questions.NewQuestion{Question: "Which shell?"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			db.Close()
+
+			if out, err := runRaven(t, "", "--data-dir", dir, "auth", verb, "alice"); err != nil {
+				t.Fatalf("auth %s: %v\n%s", verb, err, out)
+			}
+
+			db, err = sqlitedb.Open(p.DB())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			var status, reason string
+			if err := db.QueryRow(`SELECT status, reason FROM questions WHERE request_id = ?`, s.Request.RequestID).Scan(&status, &reason); err != nil {
+				t.Fatal(err)
+			}
+			want := map[string]string{"revoke": questions.ReasonOwnerRevoked, "rotate": questions.ReasonCredentialRotated}[verb]
+			if status != questions.StatusCancelled || reason != want {
+				t.Fatalf("question %s (%s), want cancelled (%s)", status, reason, want)
+			}
+			events, err := eventlog.Open(ctx, db, eventlog.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer events.Close()
+			evs, _, err := events.Tail(ctx, 0, 100)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, e := range evs {
+				if e.Kind == questions.EventInputResolved {
+					var ev questions.InputResolvedEvent
+					_ = json.Unmarshal(e.Payload, &ev)
+					got = append(got, ev.RequestID+"/"+ev.Reason)
+				}
+			}
+			if len(got) != 1 || got[0] != s.Request.RequestID+"/"+want {
+				t.Fatalf("input_resolved events %v", got)
+			}
+		})
 	}
 }
