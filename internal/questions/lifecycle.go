@@ -54,10 +54,11 @@ func (s *Store) Eligible(ctx context.Context, conv string) error {
 func (s *Store) view(ctx context.Context, c Conversation) (ConversationView, error) {
 	v := ConversationView{Conversation: c}
 	if err := s.eligible(ctx, c); err != nil {
-		if CodeOf(err) != CodeUnavailable {
+		var qe *Error
+		if !errors.As(err, &qe) || qe.Code() != CodeUnavailable {
 			return v, err
 		}
-		v.HoldReason = err.(*Error).Reason
+		v.HoldReason = qe.Reason
 	} else {
 		v.CanHoldQuestion = true
 	}
