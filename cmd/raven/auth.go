@@ -146,6 +146,11 @@ func newAuthRevokeCmd(g *globals) *cobra.Command {
 				return err
 			}
 			defer db.Close()
+			release, err := hookOwnerQuestions(cmd.Context(), s, db)
+			if err != nil {
+				return err
+			}
+			defer release()
 			if err := s.Revoke(cmd.Context(), args[0]); err != nil {
 				return authErr(err)
 			}
@@ -166,6 +171,11 @@ func newAuthRotateCmd(g *globals) *cobra.Command {
 				return err
 			}
 			defer db.Close()
+			release, err := hookOwnerQuestions(cmd.Context(), s, db)
+			if err != nil {
+				return err
+			}
+			defer release()
 			tok, err := s.Rotate(cmd.Context(), args[0])
 			if err != nil {
 				return authErr(err)

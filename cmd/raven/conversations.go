@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"strings"
 	"time"
 
@@ -16,71 +18,116 @@ import (
 	"github.com/raven-agent/raven/internal/chat"
 	"github.com/raven-agent/raven/internal/clock"
 	"github.com/raven-agent/raven/internal/controlapi"
-	"github.com/raven-agent/raven/internal/gateway"
+	"github.com/raven-agent/raven/internal/eventlog"
 	"github.com/raven-agent/raven/internal/questions"
 	"github.com/raven-agent/raven/internal/sqlitedb"
 )
 
-// localOperator is the principal of direct database access by the local
+// localOperator is the principal of direct database reads by the local
 // operator, used only when no gateway runs on the data dir.
 var localOperator = auth.Principal{Name: "local", Role: auth.RoleOperator}
 
-// questionOps are the dispatcher operations the CLI calls: input_get,
-// input_answer, input_cancel. A running gateway serves them over the control
-// API (the principal is then the operator token's); without one they run on
-// the database directly.
+// Exit codes of every `raven conversations` command (documented in --help).
+const (
+	exitRefused     = 1 // refused: not found, unavailable, no gateway for a write
+	exitUsage       = 2 // bad arguments, a missing required flag, invalid params
+	exitConflict    = 3 // the state moved on: read again (revision, consumed, expired)
+	exitNotAllowed  = 4 // not authorised: not the controller, read-only, captain, bad token
+	conversationsEx = `Exit codes: 0 ok · 1 refused (not found, unavailable, no gateway for a write) ·
+2 usage (bad arguments, missing required flag) · 3 conflict (read again) · 4 not authorised
+(take control first, or a read-only/captain/revoked credential).`
+)
+
+// questionOps are the dispatcher operations the CLI calls. A running
+// gateway serves them over the control API (the principal is then the
+// token file's); without one only reads run, on the database directly.
 type questionOps interface {
 	InputGet(ctx context.Context, p auth.Principal, params json.RawMessage) (any, error)
 	InputAnswer(ctx context.Context, p auth.Principal, params json.RawMessage) (any, error)
 	InputCancel(ctx context.Context, p auth.Principal, params json.RawMessage) (any, error)
+	ConversationsList(ctx context.Context, p auth.Principal, params json.RawMessage) (any, error)
+	ConversationsShow(ctx context.Context, p auth.Principal, params json.RawMessage) (any, error)
+	ConversationsNew(ctx context.Context, p auth.Principal, params json.RawMessage) (any, error)
+	ConversationsReset(ctx context.Context, p auth.Principal, params json.RawMessage) (any, error)
+	ConversationsTake(ctx context.Context, p auth.Principal, params json.RawMessage) (any, error)
+	ConversationsRelease(ctx context.Context, p auth.Principal, params json.RawMessage) (any, error)
+}
+
+// convFlags are the flags the conversations commands share.
+type convFlags struct {
+	tokenFile string
 }
 
 func newConversationsCmd(g *globals) *cobra.Command {
+	cf := &convFlags{}
 	cmd := &cobra.Command{
 		Use:   "conversations",
-		Short: "Read, answer or cancel owner conversation questions",
+		Short: "Owner conversations: list, show, new, reset, Take Control; read, answer or cancel their questions",
+		Long: "Owner conversations and their durable questions, through the running gateway's control API.\n" +
+			"Reads (list, show, questions) also work on the database when no gateway runs, and never create\n" +
+			"a data dir; writes need the gateway (an answer's continuation runs there) and are refused without it.\n\n" +
+			conversationsEx,
 	}
-	cmd.AddCommand(newQuestionsCmd(g), newAnswerCmd(g), newCancelQuestionCmd(g))
+	cmd.PersistentFlags().StringVar(&cf.tokenFile, "token-file", "", "credential token file to act with (default: the data dir's operator.token); a device uses its own")
+	cmd.AddCommand(newConvListCmd(g, cf), newConvShowCmd(g, cf), newConvNewCmd(g, cf), newConvResetCmd(g, cf),
+		newConvTakeCmd(g, cf), newConvReleaseCmd(g, cf),
+		newQuestionsCmd(g, cf), newAnswerCmd(g, cf), newCancelQuestionCmd(g, cf))
+	for _, c := range cmd.Commands() {
+		if c.Long == "" {
+			c.Long = c.Short + "\n\n" + conversationsEx
+		} else {
+			c.Long += "\n\n" + conversationsEx
+		}
+	}
 	return cmd
 }
 
-// openQuestionOps reaches the running gateway when there is one, so the
-// answer emits input_resolved and its continuation turn runs there. Only
-// when nothing listens on the socket does it open the store as the local
-// operator; the continuation cannot be submitted then, so it is recorded as
-// failed on the receipt rather than left looking in flight. Either way one
-// line on stderr says which mode was used.
-func openQuestionOps(cmd *cobra.Command, g *globals) (questionOps, func(), error) {
+// errNoGatewayWrite refuses a write with no gateway: done on the database
+// the change would emit no event and an answer's continuation could never
+// start, so nothing is changed.
+var errNoGatewayWrite = errors.New("no gateway running")
+
+// openQuestionOps reaches the running gateway when there is one. Without
+// one, a write is refused (exit 1) and a read opens the database read-only
+// — and only if it exists: a read never creates state. One line on stderr
+// says which mode was used.
+func openQuestionOps(cmd *cobra.Command, g *globals, cf *convFlags, write bool) (questionOps, func(), error) {
 	p, err := g.paths()
 	if err != nil {
 		return nil, nil, err
 	}
+	tok := cf.tokenFile
+	if tok == "" {
+		tok = p.OperatorToken()
+	}
 	dctx, cancel := context.WithTimeout(cmd.Context(), 10*time.Second)
-	c, err := chat.DialGateway(dctx, p.Socket(), p.OperatorToken())
+	c, err := chat.DialGateway(dctx, p.Socket(), tok)
 	cancel()
 	switch {
 	case err == nil:
 		fmt.Fprintf(cmd.ErrOrStderr(), "raven: via the gateway on %s\n", p.Socket())
 		return remoteQuestions{c}, func() { c.Close() }, nil
 	case controlapi.IsCode(err, controlapi.CodeUnauthorized):
-		return nil, nil, fmt.Errorf("conversations: the gateway refused the operator token in %s (restarting the gateway rewrites it): %w", p.OperatorToken(), err)
+		return nil, nil, &exitError{code: exitNotAllowed, err: fmt.Errorf("conversations: the gateway refused the token in %s (restarting the gateway rewrites the operator token): %w", tok, err)}
 	case !errors.Is(err, chat.ErrNoGateway):
 		// Something listens but would not let us in: falling back to the
 		// database would bypass a live gateway.
 		return nil, nil, fmt.Errorf("conversations: %w", err)
 	}
-	fmt.Fprintf(cmd.ErrOrStderr(), "raven: no gateway running on %s: using the database directly (an answer's continuation cannot run)\n", p.Socket())
+	if write {
+		return nil, nil, fmt.Errorf("conversations: %w on %s: `%s` changes state, which only the gateway may do "+
+			"(its events must be written and an answer's continuation must be able to run); start `raven gateway` and try again — nothing was changed: %w",
+			errNoGatewayWrite, p.Socket(), cmd.CommandPath(), errNoGatewayWrite)
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "raven: no gateway running on %s: reading the database directly\n", p.Socket())
+	if _, err := os.Stat(p.DB()); errors.Is(err, os.ErrNotExist) {
+		return emptyData{dir: p.Root}, func() {}, nil
+	}
 	db, err := sqlitedb.Open(p.DB())
 	if err != nil {
 		return nil, nil, err
 	}
-	store, err := questions.OpenStore(cmd.Context(), db, questions.StoreOptions{
-		Clock:  clock.Real(),
-		Logger: slog.New(slog.DiscardHandler),
-		Continue: func(context.Context, string, string, questions.OwnerAnswer) error {
-			return errors.New("answered from the CLI without the gateway: continuation not submitted")
-		},
-	})
+	store, err := questions.OpenReadOnly(cmd.Context(), db, questions.StoreOptions{Clock: clock.Real(), Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		db.Close()
 		return nil, nil, err
@@ -88,9 +135,55 @@ func openQuestionOps(cmd *cobra.Command, g *globals) (questionOps, func(), error
 	return store, func() { db.Close() }, nil
 }
 
-// remoteQuestions calls input_get, input_answer and input_cancel on the
-// gateway. The gateway authenticates the operator token; the principal
-// argument is not sent.
+// emptyData answers reads on a data dir that has no database yet, without
+// creating one.
+type emptyData struct{ dir string }
+
+// Writes never reach emptyData (they are refused with no gateway); these
+// keep it a whole questionOps all the same.
+func (emptyData) InputAnswer(context.Context, auth.Principal, json.RawMessage) (any, error) {
+	return nil, errNoGatewayWrite
+}
+func (emptyData) InputCancel(context.Context, auth.Principal, json.RawMessage) (any, error) {
+	return nil, errNoGatewayWrite
+}
+func (emptyData) ConversationsNew(context.Context, auth.Principal, json.RawMessage) (any, error) {
+	return nil, errNoGatewayWrite
+}
+func (emptyData) ConversationsReset(context.Context, auth.Principal, json.RawMessage) (any, error) {
+	return nil, errNoGatewayWrite
+}
+func (emptyData) ConversationsTake(context.Context, auth.Principal, json.RawMessage) (any, error) {
+	return nil, errNoGatewayWrite
+}
+func (emptyData) ConversationsRelease(context.Context, auth.Principal, json.RawMessage) (any, error) {
+	return nil, errNoGatewayWrite
+}
+
+func (e emptyData) notFound(params json.RawMessage) error {
+	var in struct {
+		Conversation string `json:"conversation"`
+	}
+	_ = json.Unmarshal(params, &in)
+	return &remoteQuestionErr{msg: fmt.Sprintf("questions: not_found: no conversation %q (no database in %s yet)", in.Conversation, e.dir),
+		code: questions.ErrNotFound}
+}
+
+func (e emptyData) ConversationsList(context.Context, auth.Principal, json.RawMessage) (any, error) {
+	return questions.ListResult{Conversations: []questions.ConversationView{}}, nil
+}
+
+func (e emptyData) ConversationsShow(_ context.Context, _ auth.Principal, params json.RawMessage) (any, error) {
+	return nil, e.notFound(params)
+}
+
+func (e emptyData) InputGet(_ context.Context, _ auth.Principal, params json.RawMessage) (any, error) {
+	return nil, e.notFound(params)
+}
+
+// remoteQuestions calls the questions and conversations methods on the
+// gateway. The gateway authenticates the token; the principal argument is
+// not sent.
 type remoteQuestions struct{ c *controlapi.Client }
 
 func (r remoteQuestions) InputGet(ctx context.Context, _ auth.Principal, params json.RawMessage) (any, error) {
@@ -108,8 +201,41 @@ func (r remoteQuestions) InputCancel(ctx context.Context, _ auth.Principal, para
 	return rc, r.call(ctx, "input_cancel", params, &rc)
 }
 
+func (r remoteQuestions) ConversationsList(ctx context.Context, _ auth.Principal, params json.RawMessage) (any, error) {
+	var v questions.ListResult
+	return v, r.call(ctx, questions.MethodConversationsList, params, &v)
+}
+
+func (r remoteQuestions) ConversationsShow(ctx context.Context, _ auth.Principal, params json.RawMessage) (any, error) {
+	var v questions.ConversationView
+	return v, r.call(ctx, questions.MethodConversationsShow, params, &v)
+}
+
+func (r remoteQuestions) ConversationsNew(ctx context.Context, _ auth.Principal, params json.RawMessage) (any, error) {
+	var v questions.ConversationView
+	return v, r.call(ctx, questions.MethodConversationsNew, params, &v)
+}
+
+func (r remoteQuestions) ConversationsReset(ctx context.Context, _ auth.Principal, params json.RawMessage) (any, error) {
+	var v questions.ConversationView
+	return v, r.call(ctx, questions.MethodConversationsReset, params, &v)
+}
+
+func (r remoteQuestions) ConversationsTake(ctx context.Context, _ auth.Principal, params json.RawMessage) (any, error) {
+	var v questions.TakeResult
+	return v, r.call(ctx, questions.MethodConversationsTake, params, &v)
+}
+
+func (r remoteQuestions) ConversationsRelease(ctx context.Context, _ auth.Principal, params json.RawMessage) (any, error) {
+	var v questions.ReleaseResult
+	return v, r.call(ctx, questions.MethodConversationsRelease, params, &v)
+}
+
 func (r remoteQuestions) call(ctx context.Context, method string, params json.RawMessage, out any) error {
 	if err := r.c.Call(ctx, method, params, out); err != nil {
+		if controlapi.IsCode(err, controlapi.CodeMethodNotFound) {
+			return fmt.Errorf("conversations: the running gateway does not serve %s (it is older than this raven; restart it): %w", method, err)
+		}
 		return fromRPC(err)
 	}
 	return nil
@@ -142,14 +268,14 @@ var (
 )
 
 // fromRPC turns a JSON-RPC error into the error the direct mode would have
-// returned. Errors that are not refusals of the operation (unauthorized,
-// internal, unavailable, a lost connection) stay as they are: exit 1.
+// returned. Errors that are not refusals of the operation (internal,
+// unavailable, a lost connection) stay as they are.
 func fromRPC(err error) error {
 	var re *controlapi.RPCError
 	if !errors.As(err, &re) {
 		return fmt.Errorf("conversations: gateway: %w", err)
 	}
-	var data gateway.QuestionErrorData
+	var data questions.ErrorData
 	if re.Data != nil {
 		b, _ := json.Marshal(re.Data)
 		_ = json.Unmarshal(b, &data)
@@ -166,16 +292,70 @@ func fromRPC(err error) error {
 	return &remoteQuestionErr{msg: re.Message, code: &code}
 }
 
-// opErr turns bad input into exit 2 and every other refusal into exit 1, in
-// both modes.
+// opErr gives a refusal its exit code, the same in both modes, and the
+// advice that goes with it.
 func opErr(err error) error {
-	if questions.CodeOf(err) == questions.CodeInvalidParams {
-		return usageErr(err)
+	if err == nil {
+		return nil
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return err
+	}
+	switch questions.CodeOf(err) {
+	case questions.CodeInvalidParams:
+		return &exitError{code: exitUsage, err: err}
+	case questions.CodeConflict, questions.CodeExpired:
+		return &exitError{code: exitConflict, err: fmt.Errorf("%w (read it again: raven conversations questions CONV)", err)}
+	case questions.CodeForbidden:
+		advice := ""
+		var qe *questions.Error
+		if errors.As(err, &qe) && qe.Reason == "not_controller" {
+			advice = " (take control first: raven conversations take CONV)"
+		}
+		return &exitError{code: exitNotAllowed, err: fmt.Errorf("%w%s", err, advice)}
+	}
+	if controlapi.IsCode(err, controlapi.CodeUnauthorized) || controlapi.IsCode(err, controlapi.CodeForbidden) {
+		return &exitError{code: exitNotAllowed, err: err}
 	}
 	return err
 }
 
-func newQuestionsCmd(g *globals) *cobra.Command {
+// requireFlags reports a missing required flag as a usage error (exit 2);
+// cobra's own required-flag check would exit 1.
+func requireFlags(cmd *cobra.Command, names ...string) error {
+	var missing []string
+	for _, n := range names {
+		if !cmd.Flags().Changed(n) {
+			missing = append(missing, "--"+n)
+		}
+	}
+	if len(missing) > 0 {
+		return usageErr(fmt.Errorf("%s: required flag(s) %s not set (see --help)", cmd.CommandPath(), strings.Join(missing, ", ")))
+	}
+	return nil
+}
+
+// runOp opens the ops, runs one call and prints its result.
+func runOp(cmd *cobra.Command, g *globals, cf *convFlags, write bool, call func(questionOps) (any, error), print func(io.Writer, any) error) error {
+	ops, closeFn, err := openQuestionOps(cmd, g, cf, write)
+	if err != nil {
+		return err
+	}
+	defer closeFn()
+	res, err := call(ops)
+	if err != nil {
+		return opErr(err)
+	}
+	return print(cmd.OutOrStdout(), res)
+}
+
+func mustJSON(v any) json.RawMessage {
+	b, _ := json.Marshal(v)
+	return b
+}
+
+func newQuestionsCmd(g *globals, cf *convFlags) *cobra.Command {
 	var request string
 	var asJSON bool
 	cmd := &cobra.Command{
@@ -183,25 +363,16 @@ func newQuestionsCmd(g *globals) *cobra.Command {
 		Short: "Show the conversation's current question (or --request) with its IDs, revision and receipt",
 		Args:  exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ops, closeFn, err := openQuestionOps(cmd, g)
-			if err != nil {
-				return err
-			}
-			defer closeFn()
-			params, _ := json.Marshal(questions.GetParams{Conversation: args[0], RequestID: request})
-			res, err := ops.InputGet(cmd.Context(), localOperator, params)
-			if err != nil {
-				return opErr(err)
-			}
-			if asJSON || g.json {
-				return printJSON(cmd.OutOrStdout(), res)
-			}
-			snap, ok := res.(questions.Snapshot)
-			if !ok {
-				return printJSON(cmd.OutOrStdout(), res)
-			}
-			printSnapshot(cmd.OutOrStdout(), snap)
-			return nil
+			return runOp(cmd, g, cf, false, func(ops questionOps) (any, error) {
+				return ops.InputGet(cmd.Context(), localOperator, mustJSON(questions.GetParams{Conversation: args[0], RequestID: request}))
+			}, func(w io.Writer, res any) error {
+				snap, ok := res.(questions.Snapshot)
+				if asJSON || g.json || !ok {
+					return printJSON(w, res)
+				}
+				printSnapshot(w, snap)
+				return nil
+			})
 		},
 	}
 	cmd.Flags().StringVar(&request, "request", "", "show this retained request instead of the current one")
@@ -273,11 +444,9 @@ func (b *bindingFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&b.incarnation, "incarnation", "", "conversation incarnation shown with the question (required)")
 	cmd.Flags().Int64Var(&b.revision, "revision", 0, "revision shown with the question (required)")
 	cmd.Flags().BoolVar(&b.asJSON, "json", false, "print the receipt as JSON")
-	cmd.MarkFlagRequired("incarnation")
-	cmd.MarkFlagRequired("revision")
 }
 
-func newAnswerCmd(g *globals) *cobra.Command {
+func newAnswerCmd(g *globals, cf *convFlags) *cobra.Command {
 	var bf bindingFlags
 	var option, text string
 	var stdin bool
@@ -289,6 +458,9 @@ func newAnswerCmd(g *globals) *cobra.Command {
 			"returns the original receipt; an uncertain answer is never resubmitted automatically.",
 		Args: exactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := requireFlags(cmd, "incarnation", "revision"); err != nil {
+				return err
+			}
 			n := 0
 			for _, set := range []bool{option != "", cmd.Flags().Changed("text"), stdin} {
 				if set {
@@ -308,20 +480,12 @@ func newAnswerCmd(g *globals) *cobra.Command {
 				}
 				text = strings.TrimRight(string(b), "\r\n")
 			}
-			ops, closeFn, err := openQuestionOps(cmd, g)
-			if err != nil {
-				return err
-			}
-			defer closeFn()
-			params, _ := json.Marshal(questions.AnswerParams{
-				Conversation: args[0], RequestID: args[1], Incarnation: bf.incarnation, Revision: bf.revision,
-				OptionID: option, Text: text,
-			})
-			res, err := ops.InputAnswer(cmd.Context(), localOperator, params)
-			if err != nil {
-				return opErr(err)
-			}
-			return printReceiptResult(cmd.OutOrStdout(), res, bf.asJSON || g.json)
+			return runOp(cmd, g, cf, true, func(ops questionOps) (any, error) {
+				return ops.InputAnswer(cmd.Context(), localOperator, mustJSON(questions.AnswerParams{
+					Conversation: args[0], RequestID: args[1], Incarnation: bf.incarnation, Revision: bf.revision,
+					OptionID: option, Text: text,
+				}))
+			}, func(w io.Writer, res any) error { return printReceiptResult(w, res, bf.asJSON || g.json) })
 		},
 	}
 	bf.register(cmd)
@@ -331,26 +495,21 @@ func newAnswerCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
-func newCancelQuestionCmd(g *globals) *cobra.Command {
+func newCancelQuestionCmd(g *globals, cf *convFlags) *cobra.Command {
 	var bf bindingFlags
 	cmd := &cobra.Command{
 		Use:   "cancel-question CONVERSATION REQUEST_UUID --incarnation UUID --revision N",
 		Short: "Cancel the displayed question",
 		Args:  exactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ops, closeFn, err := openQuestionOps(cmd, g)
-			if err != nil {
+			if err := requireFlags(cmd, "incarnation", "revision"); err != nil {
 				return err
 			}
-			defer closeFn()
-			params, _ := json.Marshal(questions.CancelParams{
-				Conversation: args[0], RequestID: args[1], Incarnation: bf.incarnation, Revision: bf.revision,
-			})
-			res, err := ops.InputCancel(cmd.Context(), localOperator, params)
-			if err != nil {
-				return opErr(err)
-			}
-			return printReceiptResult(cmd.OutOrStdout(), res, bf.asJSON || g.json)
+			return runOp(cmd, g, cf, true, func(ops questionOps) (any, error) {
+				return ops.InputCancel(cmd.Context(), localOperator, mustJSON(questions.CancelParams{
+					Conversation: args[0], RequestID: args[1], Incarnation: bf.incarnation, Revision: bf.revision,
+				}))
+			}, func(w io.Writer, res any) error { return printReceiptResult(w, res, bf.asJSON || g.json) })
 		},
 	}
 	bf.register(cmd)
@@ -364,4 +523,29 @@ func printReceiptResult(w io.Writer, res any, asJSON bool) error {
 	}
 	printReceipt(w, rc)
 	return nil
+}
+
+// hookOwnerQuestions makes a credential change made by this process (`raven
+// auth revoke|rotate`, which work on the database directly) cancel the
+// owner questions bound to that credential at once, each with its
+// input_resolved event in the event log, rather than on their next read by
+// the gateway. The returned func releases the event log.
+func hookOwnerQuestions(ctx context.Context, s *auth.Store, db *sql.DB) (func(), error) {
+	events, err := eventlog.Open(ctx, db, eventlog.Options{})
+	if err != nil {
+		return nil, err
+	}
+	qs, err := questions.OpenStore(ctx, db, questions.StoreOptions{
+		Emit: func(ctx context.Context, kind, conv string, payload any) error {
+			_, err := events.Append(ctx, kind, conv, payload)
+			return err
+		},
+		Authority: questions.Authority{Controllers: s, Credentials: s},
+	})
+	if err != nil {
+		events.Close()
+		return nil, err
+	}
+	s.OnCredentialChange(qs.CredentialChanged)
+	return func() { events.Close() }, nil
 }

@@ -49,8 +49,8 @@ const (
 	modeDirect  = "raven: no gateway running on "
 )
 
-// With no gateway, the CLI works on the database directly as the local
-// operator, says so, and records that the continuation could not run.
+// With no gateway, the CLI reads the database directly and says so (writes
+// are refused: TestConversationsOffline).
 func TestConversationsCLI(t *testing.T) {
 	dir := t.TempDir()
 	ctx := context.Background()
@@ -85,36 +85,6 @@ func TestConversationsCLI(t *testing.T) {
 	out, _, _ = runRavenIO(t, "", "--data-dir", dir, "conversations", "questions", "tui:main")
 	if !strings.Contains(out, s.Request.Options[1].OptionID) || !strings.Contains(out, "raven conversations answer tui:main") {
 		t.Fatalf("questions text = %s", out)
-	}
-	rev := strconv.FormatInt(snap.Revision, 10)
-	base := []string{"--data-dir", dir, "conversations", "answer", "tui:main", s.Request.RequestID, "--incarnation", snap.Incarnation, "--revision", rev}
-
-	_, err = runRaven(t, "", append(base, "--option", s.Request.Options[0].OptionID, "--text", "x")...)
-	if exitCode(err) != 2 {
-		t.Fatalf("two answer forms: exit %d (%v)", exitCode(err), err)
-	}
-	out, _, err = runRavenIO(t, "spaces, 4 wide\n", append(base, "--stdin", "--json")...)
-	if err != nil {
-		t.Fatal(err, out)
-	}
-	var rec questions.Receipt
-	if err := json.Unmarshal([]byte(out), &rec); err != nil || rec.Status != questions.StatusAnswered || rec.RunID == "" || rec.Text != "spaces, 4 wide" {
-		t.Fatalf("answer = %s (%v)", out, err)
-	}
-	if rec.Continuation != questions.RunFailed || !strings.Contains(rec.ContinuationError, "without the gateway") {
-		t.Errorf("direct answer continuation %q (%q), want failed: answered from the CLI without the gateway", rec.Continuation, rec.ContinuationError)
-	}
-	out, _, err = runRavenIO(t, "spaces, 4 wide", append(base, "--stdin")...)
-	if err != nil || !strings.Contains(out, "original receipt") || !strings.Contains(out, rec.RunID) {
-		t.Fatalf("duplicate = %s (%v)", out, err)
-	}
-	_, err = runRaven(t, "", append(base, "--option", s.Request.Options[0].OptionID)...)
-	if exitCode(err) != 1 || questions.CodeOf(err) != questions.CodeConflict {
-		t.Fatalf("conflicting answer: %v", err)
-	}
-	_, err = runRaven(t, "", "--data-dir", dir, "conversations", "cancel-question", "tui:main", s.Request.RequestID, "--incarnation", snap.Incarnation, "--revision", rev)
-	if questions.CodeOf(err) != questions.CodeConflict {
-		t.Fatalf("cancel answered question: %v", err)
 	}
 }
 
@@ -223,9 +193,9 @@ func TestConversationsViaGateway(t *testing.T) {
 		wantCode string
 		wantExit int
 	}{
-		{"different answer to a consumed request", append(base, "--option", tabs), questions.CodeConflict, 1},
+		{"different answer to a consumed request", append(base, "--option", tabs), questions.CodeConflict, 3},
 		{"cancel an answered request", []string{"--data-dir", dir, "conversations", "cancel-question", conv, snap.Request.RequestID,
-			"--incarnation", snap.Incarnation, "--revision", rev}, questions.CodeConflict, 1},
+			"--incarnation", snap.Incarnation, "--revision", rev}, questions.CodeConflict, 3},
 		{"malformed incarnation", []string{"--data-dir", dir, "conversations", "answer", conv, snap.Request.RequestID,
 			"--incarnation", "not-a-uuid", "--revision", rev, "--option", spaces}, questions.CodeInvalidParams, 2},
 		{"unknown conversation", []string{"--data-dir", dir, "conversations", "questions", "tui:nobody"}, questions.CodeNotFound, 1},
@@ -242,6 +212,16 @@ func TestConversationsViaGateway(t *testing.T) {
 	for i, r := range refusals {
 		t.Run(r.name, func(t *testing.T) {
 			_, errOut, direct := runRavenIO(t, "", r.args...)
+			if r.args[3] != "questions" {
+				// A write with no gateway is refused before it is checked.
+				if questions.CodeOf(viaGateway[i]) != r.wantCode || exitCode(viaGateway[i]) != r.wantExit {
+					t.Errorf("gateway: %v: exit %d, want %q exit %d", viaGateway[i], exitCode(viaGateway[i]), r.wantCode, r.wantExit)
+				}
+				if !errors.Is(direct, errNoGatewayWrite) || exitCode(direct) != 1 {
+					t.Errorf("direct write: %v (exit %d), want the no-gateway refusal, exit 1", direct, exitCode(direct))
+				}
+				return
+			}
 			if !strings.HasPrefix(errOut, modeDirect) {
 				t.Errorf("stderr %q, want %q", errOut, modeDirect)
 			}
@@ -267,8 +247,8 @@ func TestConversationsRefusedByGateway(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, errOut, err := runRavenIO(t, "", "--data-dir", dir, "conversations", "questions", "tui:main")
-	if err == nil || exitCode(err) != 1 || !controlapi.IsCode(err, controlapi.CodeUnauthorized) {
-		t.Fatalf("err %v (exit %d), want unauthorized, exit 1", err, exitCode(err))
+	if err == nil || exitCode(err) != 4 || !controlapi.IsCode(err, controlapi.CodeUnauthorized) {
+		t.Fatalf("err %v (exit %d), want unauthorized, exit 4", err, exitCode(err))
 	}
 	if strings.Contains(errOut, modeDirect) {
 		t.Errorf("fell back to the database beside a live gateway: %q", errOut)

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/raven-agent/raven/internal/clock"
@@ -54,6 +55,42 @@ type Store struct {
 	db     *sql.DB
 	clk    clock.Clock
 	verify *sql.Stmt // the hot path: one indexed lookup per control API call
+
+	hooksMu sync.Mutex
+	hooks   []CredentialHook
+}
+
+// CredentialChange is what happened to a credential.
+type CredentialChange string
+
+const (
+	CredentialRevoked CredentialChange = "revoked"
+	CredentialRotated CredentialChange = "rotated"
+)
+
+// CredentialHook is told, after the change committed, that a credential was
+// revoked or rotated, so state bound to it (an owner question) ends at once
+// rather than on its next use. It runs on the caller's goroutine and must
+// not call back into the Store's write methods.
+type CredentialHook func(ctx context.Context, name string, change CredentialChange)
+
+// OnCredentialChange registers h for every later Revoke and Rotate made
+// through this Store. A change made by another process on the same
+// database is seen on the next use of the credential instead.
+func (s *Store) OnCredentialChange(h CredentialHook) {
+	s.hooksMu.Lock()
+	defer s.hooksMu.Unlock()
+	s.hooks = append(s.hooks, h)
+}
+
+func (s *Store) changed(ctx context.Context, name string, change CredentialChange) {
+	s.hooksMu.Lock()
+	hooks := append([]CredentialHook(nil), s.hooks...)
+	s.hooksMu.Unlock()
+	for _, h := range hooks {
+		// Committed: the hook must run even if the caller is leaving.
+		h(context.WithoutCancel(ctx), name, change)
+	}
 }
 
 // NewStore migrates the auth tables in db and returns the store.
@@ -196,6 +233,7 @@ func (s *Store) Revoke(ctx context.Context, name string) error {
 	if err != nil {
 		return fmt.Errorf("auth: revoke %s: %w", name, err)
 	}
+	s.changed(ctx, name, CredentialRevoked)
 	return nil
 }
 
@@ -221,6 +259,7 @@ func (s *Store) Rotate(ctx context.Context, name string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("auth: rotate %s: %w", name, err)
 	}
+	s.changed(ctx, name, CredentialRotated)
 	return tok, nil
 }
 
@@ -289,4 +328,21 @@ func (s *Store) tx(ctx context.Context, fn func(*sql.Tx) error) error {
 		return err
 	}
 	return tx.Commit()
+}
+
+// CredentialGeneration reports name's current generation and whether it is
+// still active (not revoked); an unknown name is inactive. It is how a
+// holder of state bound to a credential (an owner question) checks it on
+// every use.
+func (s *Store) CredentialGeneration(ctx context.Context, name string) (int, bool, error) {
+	var gen int
+	var revoked sql.NullInt64
+	err := s.db.QueryRowContext(ctx, `SELECT generation, revoked_at FROM auth_credentials WHERE name = ?`, name).Scan(&gen, &revoked)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, fmt.Errorf("auth: credential %s: %w", name, err)
+	}
+	return gen, !revoked.Valid, nil
 }

@@ -201,6 +201,11 @@ func (g *Gateway) wire(ctx context.Context, o DaemonOptions) error {
 			return rpcErr(h(ctx, c.Principal, c.Params))
 		})
 	}
+	for _, m := range qs.Methods() {
+		g.control.Handle(m.Name, m.Access, func(ctx context.Context, c *controlapi.Call) (any, error) {
+			return questions.RPCResult(m.Handle(ctx, c.Principal, c.Params))
+		})
+	}
 	g.control.Handle("chat.send", controlapi.Control, g.chatSend)
 	g.control.Handle("chat.attach", controlapi.Read, g.chatAttach)
 	return nil

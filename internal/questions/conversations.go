@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/raven-agent/raven/internal/auth"
 )
 
 // Kind is a conversation kind. Only owner conversations can hold a question.
@@ -58,12 +60,12 @@ type ConversationSpec struct {
 	NativeOwner     string
 }
 
-const convColumns = `id, kind, incarnation, revision, ws_path, ws_dev, ws_ino, native_owner, owner, owner_generation, created_at, updated_at`
+const convColumns = `id, kind, incarnation, revision, ws_path, ws_dev, ws_ino, ws_btime, native_owner, owner, owner_generation, created_at, updated_at`
 
 func scanConversation(row interface{ Scan(...any) error }) (Conversation, error) {
 	var c Conversation
 	var dev, ino, created, updated int64
-	err := row.Scan(&c.ID, &c.Kind, &c.Incarnation, &c.Revision, &c.Workspace.Path, &dev, &ino,
+	err := row.Scan(&c.ID, &c.Kind, &c.Incarnation, &c.Revision, &c.Workspace.Path, &dev, &ino, &c.Workspace.BirthNs,
 		&c.NativeOwner, &c.Owner, &c.OwnerGeneration, &created, &updated)
 	c.Workspace.Dev, c.Workspace.Ino = uint64(dev), uint64(ino)
 	c.CreatedAt, c.UpdatedAt = fromNanos(created), fromNanos(updated)
@@ -102,15 +104,15 @@ func (s *Store) CreateConversation(ctx context.Context, spec ConversationSpec) (
 	var ws WorkspaceID
 	if spec.Workspace != "" {
 		var err error
-		if ws, err = IdentifyWorkspace(spec.Workspace); err != nil {
+		if ws, err = s.identify(spec.Workspace); err != nil {
 			return Conversation{}, invalid("%v", err)
 		}
 	}
 	var out Conversation
 	err := s.tx(ctx, func(tx *sql.Tx, _ *effects) error {
 		now := s.now()
-		_, err := tx.ExecContext(ctx, `INSERT INTO conversations (`+convColumns+`) VALUES (?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			spec.ID, spec.Kind, s.opts.NewID(), ws.Path, int64(ws.Dev), int64(ws.Ino), spec.NativeOwner, spec.Owner, spec.OwnerGeneration, now, now)
+		_, err := tx.ExecContext(ctx, `INSERT INTO conversations (`+convColumns+`) VALUES (?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			spec.ID, spec.Kind, s.opts.NewID(), ws.Path, int64(ws.Dev), int64(ws.Ino), ws.BirthNs, spec.NativeOwner, spec.Owner, spec.OwnerGeneration, now, now)
 		if err != nil {
 			if strings.Contains(err.Error(), "UNIQUE") {
 				return newErr(CodeConflict, "exists", "conversation %q already exists", spec.ID)
@@ -164,7 +166,10 @@ func (s *Store) NativeTakeover(ctx context.Context, id, owner string) (Conversat
 		return Conversation{}, err
 	}
 	return s.mutateConversation(ctx, id, ReasonNativeTakeover, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `UPDATE conversations SET native_owner = ? WHERE id = ?`, owner, id)
+		if _, err := tx.ExecContext(ctx, `UPDATE conversations SET native_owner = ? WHERE id = ?`, owner, id); err != nil {
+			return err
+		}
+		_, err := s.stopUnstartedRuns(ctx, tx, id, "native takeover before the continuation started")
 		return err
 	})
 }
@@ -175,12 +180,12 @@ func (s *Store) SetWorkspace(ctx context.Context, id, dir string) (Conversation,
 	var ws WorkspaceID
 	if dir != "" {
 		var err error
-		if ws, err = IdentifyWorkspace(dir); err != nil {
+		if ws, err = s.identify(dir); err != nil {
 			return Conversation{}, invalid("%v", err)
 		}
 	}
 	return s.mutateConversation(ctx, id, ReasonWorkspaceChanged, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `UPDATE conversations SET ws_path = ?, ws_dev = ?, ws_ino = ? WHERE id = ?`, ws.Path, int64(ws.Dev), int64(ws.Ino), id)
+		_, err := tx.ExecContext(ctx, `UPDATE conversations SET ws_path = ?, ws_dev = ?, ws_ino = ?, ws_btime = ? WHERE id = ?`, ws.Path, int64(ws.Dev), int64(ws.Ino), ws.BirthNs, id)
 		return err
 	})
 }
@@ -196,10 +201,32 @@ func (s *Store) BindOwner(ctx context.Context, id, owner string, generation int)
 	})
 }
 
+// CredentialChanged is the auth.CredentialHook the runtime registers with
+// auth.Store.OnCredentialChange: a revoked or rotated owner credential
+// cancels its pending questions at once, each with its input_resolved
+// event, instead of on the next read.
+func (s *Store) CredentialChanged(ctx context.Context, name string, change auth.CredentialChange) {
+	reason := ReasonOwnerRevoked
+	if change == auth.CredentialRotated {
+		reason = ReasonCredentialRotated
+	}
+	n, err := s.ownerInvalidated(ctx, name, reason)
+	if err != nil {
+		s.log.Error("questions: cancel questions of a changed credential", "credential", name, "change", change, "err", err)
+		return
+	}
+	if n > 0 {
+		s.log.Info("questions cancelled: owner credential changed", "credential", name, "change", change, "cancelled", n)
+	}
+}
+
 // OwnerRevoked cancels the pending questions of every conversation owned by
-// the credential name (reason "owner_revoked"). internal/auth calls it when
-// a credential is revoked or rotated.
+// the credential name (reason "owner_revoked").
 func (s *Store) OwnerRevoked(ctx context.Context, name string) (int, error) {
+	return s.ownerInvalidated(ctx, name, ReasonOwnerRevoked)
+}
+
+func (s *Store) ownerInvalidated(ctx context.Context, name, reason string) (int, error) {
 	n := 0
 	err := s.tx(ctx, func(tx *sql.Tx, fx *effects) error {
 		rows, err := tx.QueryContext(ctx, questionSelect+` WHERE q.status = 'pending' AND q.owner = ?`, name)
@@ -211,7 +238,7 @@ func (s *Store) OwnerRevoked(ctx context.Context, name string) (int, error) {
 			return err
 		}
 		for _, q := range qs {
-			if _, err := s.terminate(ctx, tx, fx, q, StatusCancelled, ReasonOwnerRevoked, ""); err != nil {
+			if _, err := s.terminate(ctx, tx, fx, q, StatusCancelled, reason, ""); err != nil {
 				return err
 			}
 			n++

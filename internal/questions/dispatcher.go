@@ -140,7 +140,7 @@ func (s *Store) Get(ctx context.Context, p auth.Principal, in GetParams) (Snapsh
 				return err
 			}
 		}
-		if q != nil && q.status == StatusPending {
+		if q != nil && q.status == StatusPending && !s.readOnly {
 			row, swept, err := s.sweep(ctx, tx, fx, c, *q)
 			if err != nil {
 				return err
@@ -251,11 +251,17 @@ func (s *Store) Answer(ctx context.Context, p auth.Principal, in AnswerParams) (
 	// The run is marked submitted before Continue: a fast continuation can
 	// reach FinishRun before Continue returns, and marking afterwards would
 	// then find no open run and leave the receipt short of its final state.
-	if err := s.setRun(cctx, runID, RunSubmitted, "", RunAccepted); err != nil {
+	if s.beforeContinue != nil {
+		s.beforeContinue()
+	}
+	started, err := s.startRun(cctx, in.Conversation, runID)
+	if err != nil {
 		s.log.Error("questions: record continuation submission", "run", runID, "err", err)
 		return rec, nil
 	}
-	if cerr := s.opts.Continue(cctx, in.Conversation, runID, *cont); cerr != nil {
+	if !started {
+		s.log.Warn("question continuation not started: the conversation was taken over first", "run", runID)
+	} else if cerr := s.opts.Continue(cctx, in.Conversation, runID, *cont); cerr != nil {
 		s.log.Warn("question continuation failed; answer stays accepted, not resubmitted", "run", runID, "err", cerr)
 		if err := s.setRun(cctx, runID, RunFailed, cerr.Error(), RunSubmitted); err != nil && CodeOf(err) != CodeNotFound {
 			s.log.Error("questions: record continuation failure", "run", runID, "err", err)

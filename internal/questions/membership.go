@@ -38,7 +38,7 @@ func (f MembershipFact) String() string {
 	if f.Reason != "" {
 		s += " — " + f.Reason
 	}
-	return s + ". This is context only; it does not enrol the directory."
+	return s + ". Read-only context: it does not enrol the directory, and no questionnaire is implied."
 }
 
 type gitEntry struct {
@@ -203,13 +203,33 @@ func (s *Store) ConversationMembership(ctx context.Context, conv string) (Member
 		f.Reason = "no workspace bound"
 		return f, nil
 	}
-	if err := c.Workspace.Verify(); err != nil {
+	if err := c.Workspace.verifyWith(s.identify); err != nil {
 		f.Reason = "workspace changed since it was bound"
 		return f, nil
 	}
 	f = Membership(ctx, c.Workspace.Path)
-	if err := c.Workspace.Verify(); err != nil {
+	if err := c.Workspace.verifyWith(s.identify); err != nil {
 		return MembershipFact{Dir: c.Workspace.Path, Status: MembershipUnknown, Reason: "workspace changed during the check"}, nil
 	}
 	return f, nil
 }
+
+// TurnMembership is the fact the runtime puts in the prompt of every turn
+// of an owner conversation bound to a workspace; ok is false for any other
+// conversation (the turn then carries no fact). It only reads: it never
+// enrols the directory, writes into it, or changes the conversation.
+func (s *Store) TurnMembership(ctx context.Context, conv string) (MembershipFact, bool) {
+	c, err := s.Conversation(ctx, conv)
+	if err != nil || c.Kind != KindOwner || c.Workspace.IsZero() {
+		return MembershipFact{}, false
+	}
+	f, err := s.ConversationMembership(ctx, conv)
+	if err != nil {
+		return MembershipFact{Dir: c.Workspace.Path, Status: MembershipUnknown, Reason: "check failed"}, true
+	}
+	return f, true
+}
+
+// PromptLine renders the fact as the one line a turn's system context
+// carries.
+func (f MembershipFact) PromptLine() string { return f.String() }

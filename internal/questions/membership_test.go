@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -105,5 +106,61 @@ func TestConversationMembershipChangedSinceBinding(t *testing.T) {
 	f, err = h.store.ConversationMembership(ctx, ownerConv)
 	if err != nil || f.Status != MembershipUnknown {
 		t.Fatalf("replaced workspace = %+v, %v", f, err)
+	}
+}
+
+// The per-turn fact of owner conversations bound through OpenOwner to real
+// `git worktree add` directories; other kinds get no fact; nothing is
+// written into the directory.
+func TestTurnMembership(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git not installed")
+	}
+	ctx := context.Background()
+	h := newHarness(t, nil)
+	base, _ := filepath.EvalSymlinks(t.TempDir())
+	repo := filepath.Join(base, "repo")
+	os.Mkdir(repo, 0o755)
+	git(t, repo, "init", "-q")
+	os.WriteFile(filepath.Join(repo, "README"), []byte("x"), 0o644)
+	git(t, repo, "add", ".")
+	git(t, repo, "commit", "-q", "-m", "init")
+	wt := filepath.Join(base, "wt")
+	git(t, repo, "worktree", "add", "-q", wt, "-b", "feature")
+	plain := filepath.Join(base, "plain")
+	os.Mkdir(plain, 0o755)
+	nested := filepath.Join(repo, "vendor", "other")
+	os.MkdirAll(nested, 0o755)
+	git(t, nested, "init", "-q")
+
+	tests := []struct {
+		dir  string
+		want MembershipStatus
+	}{{wt, Member}, {repo, Member}, {plain, NotMember}, {nested, MembershipUnknown}}
+	for _, tt := range tests {
+		t.Run(filepath.Base(tt.dir), func(t *testing.T) {
+			entries, _ := os.ReadDir(tt.dir)
+			conv := "tui:" + filepath.Base(tt.dir)
+			if _, err := h.store.OpenOwner(ctx, operator, conv, tt.dir); err != nil {
+				t.Fatal(err)
+			}
+			f, ok := h.store.TurnMembership(ctx, conv)
+			if !ok || f.Status != tt.want {
+				t.Fatalf("fact = %+v (ok %v), want %s", f, ok, tt.want)
+			}
+			if line := f.PromptLine(); !strings.Contains(line, string(tt.want)) || strings.Contains(line, "\n") {
+				t.Fatalf("prompt line %q", line)
+			}
+			after, _ := os.ReadDir(tt.dir)
+			if len(after) != len(entries) {
+				t.Fatalf("the check wrote into %s", tt.dir)
+			}
+		})
+	}
+	if _, err := h.store.NewConversation(ctx, operator, "side:1", KindSide, plain); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := h.store.TurnMembership(ctx, "side:1"); ok {
+		t.Fatal("a side conversation got a membership fact")
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -104,7 +105,7 @@ type questionRow struct {
 	runError       string
 }
 
-const questionSelect = `SELECT q.seq, q.request_id, q.conversation_id, q.incarnation, q.ws_path, q.ws_dev, q.ws_ino,
+const questionSelect = `SELECT q.seq, q.request_id, q.conversation_id, q.incarnation, q.ws_path, q.ws_dev, q.ws_ino, q.ws_btime,
 	q.owner, q.owner_generation, q.kind, q.header, q.prompt, q.options, q.allow_text, q.status,
 	q.created_at, q.expires_at, q.resolved_at, q.reason, q.receipt_id, q.answer_option_id, q.answer_text, q.resolved_by,
 	COALESCE(r.run_id, ''), COALESCE(r.state, ''), COALESCE(r.error, '')
@@ -114,7 +115,7 @@ func scanQuestion(row interface{ Scan(...any) error }) (questionRow, error) {
 	var q questionRow
 	var dev, ino int64
 	var opts string
-	err := row.Scan(&q.seq, &q.requestID, &q.conv, &q.incarnation, &q.ws.Path, &dev, &ino,
+	err := row.Scan(&q.seq, &q.requestID, &q.conv, &q.incarnation, &q.ws.Path, &dev, &ino, &q.ws.BirthNs,
 		&q.owner, &q.ownerGen, &q.kind, &q.header, &q.prompt, &opts, &q.allowText, &q.status,
 		&q.createdAt, &q.expiresAt, &q.resolvedAt, &q.reason, &q.receiptID, &q.answerOptionID, &q.answerText, &q.resolvedBy,
 		&q.runID, &q.runState, &q.runError)
@@ -186,8 +187,8 @@ func (s *Store) eligible(ctx context.Context, c Conversation) error {
 	case c.Workspace.IsZero():
 		return newErr(CodeUnavailable, "no_workspace", "conversation %s works in no local directory", c.ID)
 	}
-	if err := c.Workspace.Verify(); err != nil {
-		return newErr(CodeUnavailable, ReasonWorkspaceReplaced, "%v", err)
+	if err := c.Workspace.verifyWith(s.identify); err != nil {
+		return newErr(CodeUnavailable, workspaceReason(err), "%v", err)
 	}
 	if reason, err := s.ownerStale(ctx, c.Owner, c.OwnerGeneration); err != nil {
 		return err
@@ -216,6 +217,16 @@ func (s *Store) ownerStale(ctx context.Context, owner string, gen int) (string, 
 	return "", nil
 }
 
+// workspaceReason names a failed workspace check: replaced when the
+// directory is provably another one, changed when its identity cannot be
+// known (no birth time, a failed check) and so must not be trusted.
+func workspaceReason(err error) string {
+	if errors.Is(err, ErrWorkspaceReplaced) {
+		return ReasonWorkspaceReplaced
+	}
+	return ReasonWorkspaceChanged
+}
+
 // invalidation reports why a pending question can no longer be answered,
 // checked on every use: expiry, reset, native ownership, owner credential,
 // and the workspace directory's identity.
@@ -232,8 +243,8 @@ func (s *Store) invalidation(ctx context.Context, c Conversation, q questionRow)
 	case s.now() >= q.expiresAt:
 		return StatusExpired, ReasonExpired, nil
 	}
-	if err := q.ws.Verify(); err != nil {
-		return StatusCancelled, ReasonWorkspaceReplaced, nil
+	if err := q.ws.verifyWith(s.identify); err != nil {
+		return StatusCancelled, workspaceReason(err), nil
 	}
 	reason, err = s.ownerStale(ctx, q.owner, q.ownerGen)
 	if err != nil || reason == "" {
@@ -362,10 +373,10 @@ func (s *Store) Ask(ctx context.Context, conv string, nq NewQuestion) (Snapshot,
 		}
 		now := s.clk.Now()
 		reqID := s.opts.NewID()
-		_, err = tx.ExecContext(ctx, `INSERT INTO questions (request_id, conversation_id, incarnation, ws_path, ws_dev, ws_ino,
+		_, err = tx.ExecContext(ctx, `INSERT INTO questions (request_id, conversation_id, incarnation, ws_path, ws_dev, ws_ino, ws_btime,
 			owner, owner_generation, kind, header, prompt, options, allow_text, status, created_at, expires_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?)`,
-			reqID, conv, c.Incarnation, c.Workspace.Path, int64(c.Workspace.Dev), int64(c.Workspace.Ino),
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?)`,
+			reqID, conv, c.Incarnation, c.Workspace.Path, int64(c.Workspace.Dev), int64(c.Workspace.Ino), c.Workspace.BirthNs,
 			c.Owner, c.OwnerGeneration, kind, nq.Header, nq.Question, string(optJSON), nq.AllowText,
 			now.UnixNano(), now.Add(s.opts.QuestionTTL).UnixNano())
 		if err != nil {

@@ -75,3 +75,12 @@ func (t *QuestionTool) Run(ctx context.Context, raw json.RawMessage) (string, er
 	b.WriteString("their answer will arrive as a new message. Continue without it for now.")
 	return b.String(), nil
 }
+
+// OfferedIn reports whether the model should be offered this tool in a turn
+// of conversation: only where a question can be held right now (an owner
+// conversation with a verified workspace, a current owner credential and no
+// native seat). The runtime asks before listing tools for a turn; Run
+// re-checks, so a stale answer here can never let a question through.
+func (t *QuestionTool) OfferedIn(ctx context.Context, conversation string) bool {
+	return t.store.Eligible(ctx, conversation) == nil
+}

@@ -65,6 +65,11 @@ CREATE TABLE question_runs (
 	updated_at      INTEGER NOT NULL
 );
 CREATE INDEX question_runs_open ON question_runs(state) WHERE state IN ('accepted','submitted');
+`, `
+-- Birth time tells a re-created directory from the original when the
+-- filesystem reuses the inode; 0 (every row bound before this) is unknown.
+ALTER TABLE conversations ADD COLUMN ws_btime INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE questions ADD COLUMN ws_btime INTEGER NOT NULL DEFAULT 0;
 `}
 
 // Defaults for StoreOptions.
@@ -83,8 +88,11 @@ type StoreOptions struct {
 	// was committed. A returned error marks the continuation failed on the
 	// receipt; it is never retried automatically. May be nil (continuation
 	// stays accepted until FinishRun or the next Recover).
-	Continue    func(ctx context.Context, conv, runID string, answer OwnerAnswer) error
-	Authority   Authority
+	Continue  func(ctx context.Context, conv, runID string, answer OwnerAnswer) error
+	Authority Authority
+	// Leases serves conversations.take/release (*auth.Store). May be nil:
+	// Take Control is then unavailable.
+	Leases      LeaseStore
 	QuestionTTL time.Duration
 	// KeepReceipts bounds the terminal questions kept per conversation.
 	KeepReceipts int
@@ -98,9 +106,18 @@ type Store struct {
 	log  *slog.Logger
 	opts StoreOptions
 
+	// identify resolves workspace identities (IdentifyWorkspace); a test
+	// replaces it to stand in for a filesystem that reuses inodes.
+	identify identifier
+	// readOnly stores never end a question on read (see OpenReadOnly).
+	readOnly bool
+
 	// afterAnswerWrite is a test seam between the answer write and the run
 	// write of one acceptance transaction.
 	afterAnswerWrite func() error
+	// beforeContinue is a test seam between the committed answer and the
+	// start of its continuation.
+	beforeContinue func()
 }
 
 // OpenStore migrates db (see sqlitedb.Open) and returns a Store on it.
@@ -123,7 +140,33 @@ func OpenStore(ctx context.Context, db *sql.DB, o StoreOptions) (*Store, error) 
 	if err := sqlitedb.Migrate(ctx, db, "questions", migrations); err != nil {
 		return nil, fmt.Errorf("questions: %w", err)
 	}
-	return &Store{db: db, clk: o.Clock, log: o.Logger, opts: o}, nil
+	return &Store{db: db, clk: o.Clock, log: o.Logger, opts: o, identify: IdentifyWorkspace}, nil
+}
+
+// ErrSchemaOutdated: a read-only open found the database's questions
+// schema missing or older than this binary's.
+var ErrSchemaOutdated = errors.New("questions: database schema is not current")
+
+// OpenReadOnly returns a Store for reads only, for a CLI with no gateway:
+// it never migrates, and snapshot reads report the stored state without
+// ending a question that became invalid (ending one must write its
+// input_resolved event, which only the gateway does).
+func OpenReadOnly(ctx context.Context, db *sql.DB, o StoreOptions) (*Store, error) {
+	var v sql.NullInt64
+	err := db.QueryRowContext(ctx, `SELECT MAX(version) FROM schema_migrations WHERE component = 'questions'`).Scan(&v)
+	if err != nil || int(v.Int64) != len(migrations) {
+		return nil, fmt.Errorf("%w (have version %d, want %d; start `raven gateway` once to migrate)", ErrSchemaOutdated, v.Int64, len(migrations))
+	}
+	if o.Clock == nil {
+		o.Clock = clock.Real()
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.NewID == nil {
+		o.NewID = newUUID
+	}
+	return &Store{db: db, clk: o.Clock, log: o.Logger, opts: o, identify: IdentifyWorkspace, readOnly: true}, nil
 }
 
 // effects collects what a transaction must do after it commits.

@@ -20,10 +20,14 @@ func (r *Runtime) buildQuestions(ctx context.Context, _ Options) error {
 		},
 		Continue:  r.continueAnswer,
 		Authority: r.Authority(),
+		Leases:    r.auth,
 	})
 	if err != nil {
 		return err
 	}
+	// A revoked or rotated owner credential cancels its pending questions
+	// at once, not at the next read.
+	r.auth.OnCredentialChange(r.questions.CredentialChanged)
 	r.toolReg.Register(questions.NewQuestionTool(r.questions))
 	return nil
 }

@@ -34,7 +34,12 @@ const (
 // Options configure the model.
 type Options struct {
 	Conversation string
-	Dial         Dialer
+	// Workspace, when set, is the absolute directory this operator session
+	// works in: on every connect the conversation is created or re-bound
+	// as an owner conversation there (conversations.open), so it can hold
+	// questions.
+	Workspace string
+	Dial      Dialer
 	// Clock drives the clarify countdown text.
 	Clock clock.Clock
 	// After schedules msg after d (default tea.Tick); tests record it and
@@ -65,6 +70,8 @@ type Model struct {
 	clarify  *clarifyState
 	question *Snapshot
 	notice   string
+	// panel is the last /conversations answer, shown until the next command.
+	panel []string
 
 	width, height int
 	quitting      bool
@@ -182,11 +189,16 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.status = "connected"
 		// After a gateway restart the displayed owner question may be
 		// stale, so it is fetched again rather than trusted.
+		fetch := m.refreshQuestion()
+		if m.o.Workspace != "" {
+			// The question is read once the binding is settled.
+			fetch = m.call("open", MethodConversationsOpen, OpenParams{Conversation: m.o.Conversation, Workspace: m.o.Workspace})
+		}
 		return m, tea.Batch(
 			listen(m.gen, msg.client),
 			m.call("attach", MethodChatAttach, ChatAttachParams{Conversation: m.o.Conversation}),
 			m.subscribe(),
-			m.refreshQuestion(),
+			fetch,
 		)
 	case connectFailedMsg:
 		return m, m.lost(msg.err.Error())
@@ -425,6 +437,9 @@ func (m *Model) submit(text string) tea.Cmd {
 	switch {
 	case text == "/quit" || text == "/exit":
 		return m.quit()
+	case text == "/take" || text == "/release" || text == "/conversations":
+		m.panel = nil
+		return m.conversationCommand(text)
 	case text == "/question" || strings.HasPrefix(text, "/question "):
 		return m.questionCommand(strings.TrimSpace(strings.TrimPrefix(text, "/question")))
 	}
@@ -480,6 +495,8 @@ func (m *Model) rpcDone(r rpcDoneMsg) tea.Cmd {
 		return m.questionFetched(r)
 	case "question-answer", "question-cancel":
 		return m.questionDone(r)
+	case "take", "release", "conversations", "open":
+		return m.conversationDone(r)
 	}
 	return nil
 }

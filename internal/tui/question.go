@@ -95,7 +95,10 @@ func (m *Model) questionFetched(r rpcDoneMsg) tea.Cmd {
 func (m *Model) questionDone(r rpcDoneMsg) tea.Cmd {
 	m.question = nil
 	if r.err != nil {
-		m.notice = "refused: " + r.err.Error() + " — run /question to read it again"
+		m.notice = refusal("answer", r.err)
+		if !strings.Contains(m.notice, " — ") {
+			m.notice += " — run /question to read it again"
+		}
 		return nil
 	}
 	var rc Receipt

@@ -24,16 +24,23 @@ func (m *Model) View() tea.View {
 			bottom.WriteString(truncate(e, m.width) + "\n")
 		}
 	}
+	if len(m.panel) > 0 {
+		rule(&bottom, m.width, "─ conversations ")
+		for _, l := range m.panel {
+			bottom.WriteString(wrap(l, m.width) + "\n")
+		}
+	}
 	m.questionView(&bottom)
 	if m.clarify != nil {
 		m.clarifyView(&bottom)
 	}
 	rule(&bottom, m.width, "")
 	if m.notice != "" {
-		bottom.WriteString(truncate(m.notice, m.width) + "\n")
+		// A refusal is read whole: wrapped, never cut at the edge.
+		bottom.WriteString(wrap(m.notice, m.width) + "\n")
 	}
 	bottom.WriteString("> " + string(m.input) + "█\n")
-	bottom.WriteString("enter send · /question · /quit · ctrl+c quit")
+	bottom.WriteString(wrap("enter send · /question · /take · /release · /conversations · /quit", m.width))
 
 	used := strings.Count(top.String(), "\n") + strings.Count(bottom.String(), "\n") + 1
 	room := max(m.height-used, 3)
