@@ -1,0 +1,48 @@
+package feedback
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"os"
+	"strings"
+	"testing"
+)
+
+// A full disk or a crash mid-append leaves the last line without its
+// newline; the next record must not be glued to it and lost.
+func TestTornLastLineDoesNotSwallowNextNudge(t *testing.T) {
+	var logs bytes.Buffer
+	tr, _ := newTracker(t)
+	tr = NewTracker(tr.Path(), Options{Clock: tr.clk, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	ctx := context.Background()
+	if err := tr.RecordDispatched(ctx, Record{NudgeID: "n1", Topic: "tea"}); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(tr.Path(), os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString(`{"time":"2025-03-12T10:00:00Z","event":"dispatched","nudge_id":"torn","to`)
+	f.Close()
+	if err := tr.RecordDispatched(ctx, Record{NudgeID: "n2", Topic: "walk"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tr.RecordVerdict(ctx, "n2", EventAccepted, "", ""); err != nil {
+		t.Fatalf("verdict on the nudge written after a torn line: %v", err)
+	}
+	ns, err := tr.Nudges(10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, n := range ns {
+		ids = append(ids, n.NudgeID+"="+n.Verdict)
+	}
+	if got := strings.Join(ids, ","); got != "n2=accepted,n1=" {
+		t.Fatalf("nudges = %s", got)
+	}
+	if !strings.Contains(logs.String(), "torn") {
+		t.Fatalf("no warning about the torn line; logs:\n%s", logs.String())
+	}
+}
