@@ -80,8 +80,8 @@ type Options struct {
 	// MaxBytes is the largest attention.md the updater rewrites (default
 	// DefaultMaxBytes); a bigger one is left untouched and reported.
 	MaxBytes int64
-	Clock       clock.Clock
-	Logger      *slog.Logger
+	Clock    clock.Clock
+	Logger   *slog.Logger
 }
 
 // Defaults.
