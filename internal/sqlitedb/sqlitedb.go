@@ -91,6 +91,7 @@ func Open(path string) (*sql.DB, error) {
 	}
 	return db, nil
 }
+
 // Migrate applies the migrations of component that have not been applied
 // yet, each in its own transaction. migrations[i] is version i+1; append
 // only, never edit a released one.
