@@ -3,6 +3,7 @@ package statefile
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -76,4 +77,22 @@ func ProcessAlive(pid int) bool {
 	}
 	err := syscall.Kill(pid, 0)
 	return err == nil || !errors.Is(err, syscall.ESRCH)
+}
+
+// SweepTempDirs runs SweepTemp on each dir, logging what it removed and
+// what it could not; it returns how many files went. It is the start-up
+// call (dirs: config.Paths.StateDirs()).
+func SweepTempDirs(now time.Time, log *slog.Logger, dirs ...string) int {
+	n := 0
+	for _, d := range dirs {
+		removed, err := SweepTemp(d, now)
+		for _, p := range removed {
+			log.Info("statefile: removed temp file of an interrupted write", "path", p)
+		}
+		n += len(removed)
+		if err != nil {
+			log.Warn("statefile: temp sweep incomplete", "dir", d, "err", err)
+		}
+	}
+	return n
 }
