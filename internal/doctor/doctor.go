@@ -196,7 +196,7 @@ func operatorToken(p config.Paths) Check {
 		return Check{Name: "operator token", Status: Fail, Detail: path + " is not a regular file", Fix: "remove it and run raven onboard"}
 	case st.Mode().Perm()&0o077 != 0:
 		return Check{Name: "operator token", Status: Fail,
-			Detail: fmt.Sprintf("%s is readable by other users (mode %v): anyone who reads it controls raven", path, st.Mode().Perm()),
+			Detail: fmt.Sprintf("%s is readable by other users (mode %04o, want 0600): anyone who reads it controls raven", path, st.Mode().Perm()),
 			Fix:    "chmod 600 " + path + " (and rotate it if others may have read it)"}
 	}
 	return Check{Name: "operator token", Status: OK, Detail: path}

@@ -13,6 +13,12 @@ import (
 // chunk is how much of the file's end Backward reads per step.
 const chunk = 64 << 10
 
+// Bounds of Decode's recovery of a record glued after torn bytes.
+const (
+	maxRecover = 1 << 20
+	maxTries   = 64
+)
+
 // Backward calls fn with each non-blank line, last first, reading the file
 // in chunks from its end: a caller that stops early (fn returns false)
 // touches only the tail, whatever the file's size. maxBytes > 0 stops
@@ -135,11 +141,15 @@ func (f *File) Decode(line []byte, v any) bool {
 	if json.Unmarshal(line, v) == nil {
 		return true
 	}
-	for i := 1; i < len(line); i++ {
+	// Each try rescans the rest of the line: bound them, so a long line of
+	// garbage costs little. A torn record is short and flat.
+	tries := 0
+	for i := 1; i < len(line) && len(line) <= maxRecover && tries < maxTries; i++ {
 		j := bytes.IndexByte(line[i:], '{')
 		if j < 0 {
 			break
 		}
+		tries++
 		i += j
 		if json.Unmarshal(line[i:], v) == nil {
 			f.warn(line, "jsonl: torn line: skipped its first bytes, kept the record glued after them", i)

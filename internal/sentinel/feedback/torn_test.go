@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 )
 
 // A full disk or a crash mid-append leaves the last line without its
@@ -44,5 +45,32 @@ func TestTornLastLineDoesNotSwallowNextNudge(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), "torn") {
 		t.Fatalf("no warning about the torn line; logs:\n%s", logs.String())
+	}
+}
+
+// The daily trim rewrites the file: torn bytes go, a record glued after
+// them by an older build is kept whole, fields it does not know survive.
+func TestTrimDropsTornBytesKeepsRecords(t *testing.T) {
+	tr, clk := newTracker(t)
+	ctx := context.Background()
+	if err := tr.Append(ctx, Record{NudgeID: "old", Event: EventDispatched, Time: t0.Add(-40 * 24 * time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(tr.Path(), os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString(`{"time":"2025-03-1{"time":"2025-03-12T09:00:00Z","event":"dispatched","nudge_id":"glued"}` + "\n")
+	f.WriteString(`{"time":"2025-03-12T09:30:00Z","event":"dispatched","nudge_id":"future","new_field":1}` + "\n")
+	f.Close()
+	clk.Set(t0)
+	if ok, err := tr.MaybeTrim(ctx); err != nil || !ok {
+		t.Fatalf("trim: %v %v", ok, err)
+	}
+	got, _ := os.ReadFile(tr.Path())
+	want := `{"time":"2025-03-12T09:00:00Z","event":"dispatched","nudge_id":"glued"}` + "\n" +
+		`{"time":"2025-03-12T09:30:00Z","event":"dispatched","nudge_id":"future","new_field":1}` + "\n"
+	if string(got) != want {
+		t.Fatalf("after trim:\n%s\nwant:\n%s", got, want)
 	}
 }

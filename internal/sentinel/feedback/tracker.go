@@ -392,11 +392,14 @@ func (t *Tracker) trimLocked(cut time.Time) (bool, error) {
 			dropped++
 			return true
 		}
-		// Re-encoded, so a record recovered from a torn line is written
-		// whole and alone.
-		b, err := json.Marshal(r)
-		if err != nil {
-			return true
+		// A whole line is kept as written (fields of a newer build
+		// survive); one recovered from torn bytes is re-encoded alone.
+		b := line
+		if !json.Valid(line) {
+			var err error
+			if b, err = json.Marshal(r); err != nil {
+				return true
+			}
 		}
 		w.Write(b)
 		w.WriteByte('\n')
