@@ -23,16 +23,26 @@ type Run struct {
 }
 
 // RunLog appends to and tails runs.jsonl.
-type RunLog struct{ jl *jsonl.File }
+type RunLog struct {
+	jl     *jsonl.File
+	logged bool
+}
 
-// NewRunLog returns the run log at path (cron/runs.jsonl). logger (may be
-// nil) is warned about torn lines.
+// NewRunLog returns the run log at path (cron/runs.jsonl). logger (at most
+// one; a Service otherwise lends its own) is warned about torn lines.
 func NewRunLog(path string, logger ...*slog.Logger) *RunLog {
-	var l *slog.Logger
-	if len(logger) > 0 {
-		l = logger[0]
+	if len(logger) > 0 && logger[0] != nil {
+		return &RunLog{jl: jsonl.New(path, logger[0]), logged: true}
 	}
-	return &RunLog{jl: jsonl.New(path, l)}
+	return &RunLog{jl: jsonl.New(path, nil)}
+}
+
+// withLogger is l, warning to log unless l already has a logger.
+func (l *RunLog) withLogger(log *slog.Logger) *RunLog {
+	if l.logged {
+		return l
+	}
+	return NewRunLog(l.jl.Path(), log)
 }
 
 // Append writes r as one line (jsonl.AppendLine: one write under O_APPEND,

@@ -132,6 +132,7 @@ func NewService(opts Options) (*Service, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
+	opts.Runs = opts.Runs.withLogger(opts.Logger)
 	def := func(d *time.Duration, v time.Duration) {
 		if *d <= 0 {
 			*d = v
