@@ -63,45 +63,53 @@ func TestTornAndDamagedLines(t *testing.T) {
 		build     func(t *testing.T, f *File)
 		back, fwd string
 		warn      bool
+		// appendedLast is the file's last line when the case ends with an append.
+		appendedLast string
 	}{
 		{"clean", func(t *testing.T, f *File) {
 			f.Append(rec{ID: "a"})
 			f.Append(rec{ID: "b"})
-		}, "b,a", "a,b", false},
+		}, "b,a", "a,b", false, `{"id":"b"}`},
 		{"torn tail then append starts a fresh line", func(t *testing.T, f *File) {
 			f.Append(rec{ID: "a"})
 			raw(t, f.Path(), `{"id":"tor`)
 			f.Append(rec{ID: "b"})
-		}, "b,a", "a,b", true},
+		}, "b,a", "a,b", true, `{"id":"b"}`},
 		{"torn tail, nothing after", func(t *testing.T, f *File) {
 			f.Append(rec{ID: "a"})
 			raw(t, f.Path(), `{"id":"tor`)
-		}, "a", "a", true},
+		}, "a", "a", true, ""},
 		{"glued by an older writer: the record after the torn bytes is recovered", func(t *testing.T, f *File) {
 			f.Append(rec{ID: "a"})
 			raw(t, f.Path(), `{"id":"tor{"id":"b"}`+"\n")
-		}, "b,a", "a,b", true},
+		}, "b,a", "a,b", true, ""},
 		{"garbage and blank lines", func(t *testing.T, f *File) {
 			raw(t, f.Path(), "\n\nnot json\n")
 			f.Append(rec{ID: "a"})
 			raw(t, f.Path(), "   \n")
 			f.Append(rec{ID: "b"})
-		}, "b,a", "a,b", true},
+		}, "b,a", "a,b", true, `{"id":"b"}`},
 		{"lines longer than a chunk", func(t *testing.T, f *File) {
 			f.Append(rec{ID: "a", Pad: long})
 			f.Append(rec{ID: "b"})
 			f.Append(rec{ID: "c", Pad: long})
-		}, "c,b,a", "a,b,c", false},
+		}, "c,b,a", "a,b,c", false, ""},
 		{"torn start of file", func(t *testing.T, f *File) {
 			raw(t, f.Path(), `{"i`)
 			f.Append(rec{ID: "a"})
-		}, "a", "a", true},
+		}, "a", "a", true, `{"id":"a"}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f, logs := newFile(t)
 			os.MkdirAll(filepath.Dir(f.Path()), 0o700)
 			tt.build(t, f)
+			if data, _ := os.ReadFile(f.Path()); len(data) > 0 && tt.appendedLast != "" {
+				lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
+				if last := lines[len(lines)-1]; last != tt.appendedLast {
+					t.Fatalf("last line %q, want the appended record alone", last)
+				}
+			}
 			back, fwd := ids(t, f)
 			if back != tt.back || fwd != tt.fwd {
 				t.Fatalf("backward %q forward %q, want %q %q", back, fwd, tt.back, tt.fwd)

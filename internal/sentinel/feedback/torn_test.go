@@ -3,6 +3,7 @@ package feedback
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"log/slog"
 	"os"
 	"strings"
@@ -28,6 +29,11 @@ func TestTornLastLineDoesNotSwallowNextNudge(t *testing.T) {
 	f.Close()
 	if err := tr.RecordDispatched(ctx, Record{NudgeID: "n2", Topic: "walk"}); err != nil {
 		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(tr.Path())
+	lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
+	if last := lines[len(lines)-1]; !json.Valid([]byte(last)) || !strings.Contains(last, `"nudge_id":"n2"`) {
+		t.Fatalf("the record after the torn line is not on a line of its own: %q", last)
 	}
 	if _, err := tr.RecordVerdict(ctx, "n2", EventAccepted, "", ""); err != nil {
 		t.Fatalf("verdict on the nudge written after a torn line: %v", err)
