@@ -3,6 +3,7 @@
 package jsonl
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -58,13 +59,35 @@ func (f *File) Append(v any) error {
 // AppendLine appends line and a newline to path in a single write(2) under
 // O_APPEND, so lines from concurrent processes never interleave. When the
 // file does not end in a newline — the previous append was cut short by a
-// full disk or a crash — the write starts with one, so the torn line stays
-// alone (readers skip it) instead of swallowing this record.
+// full disk or a crash, or the owner's editor left none — the write starts
+// with one, so the torn line stays alone (readers skip it) instead of
+// swallowing this record.
 func AppendLine(path string, line []byte) error {
-	for _, c := range line {
-		if c == '\n' {
+	return AppendLines(path, [][]byte{line}, AppendOptions{})
+}
+
+// AppendOptions tune AppendLines.
+type AppendOptions struct {
+	// Header is written before the lines when the file is empty (a
+	// markdown log's title). It should end in a newline.
+	Header []byte
+	// Sync fsyncs the file before returning, for a caller that records
+	// elsewhere that these lines are written.
+	Sync bool
+}
+
+// AppendLines is AppendLine for several lines, written in the same single
+// write. A line containing a newline is refused (ErrNewline), nothing written.
+func AppendLines(path string, lines [][]byte, o AppendOptions) error {
+	size := len(o.Header) + 1
+	for _, line := range lines {
+		if bytes.IndexByte(line, '\n') >= 0 {
 			return fmt.Errorf("%w: %s", ErrNewline, path)
 		}
+		size += len(line) + 1
+	}
+	if len(lines) == 0 {
+		return nil
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return fmt.Errorf("jsonl: mkdir for %s: %w", path, err)
@@ -74,20 +97,31 @@ func AppendLine(path string, line []byte) error {
 	if err != nil {
 		return fmt.Errorf("jsonl: open %s: %w", path, err)
 	}
-	buf := make([]byte, 0, len(line)+2)
-	torn, err := endsTorn(fh)
+	empty, torn, err := tailState(fh)
 	if err != nil {
 		fh.Close()
 		return fmt.Errorf("jsonl: check tail of %s: %w", path, err)
 	}
-	if torn {
+	buf := make([]byte, 0, size)
+	switch {
+	case torn:
+		buf = append(buf, '\n')
+	case empty:
+		buf = append(buf, o.Header...)
+	}
+	for _, line := range lines {
+		buf = append(buf, line...)
 		buf = append(buf, '\n')
 	}
-	buf = append(buf, line...)
-	buf = append(buf, '\n')
 	if _, err := fh.Write(buf); err != nil {
 		fh.Close()
 		return fmt.Errorf("jsonl: append to %s: %w", path, err)
+	}
+	if o.Sync {
+		if err := fh.Sync(); err != nil {
+			fh.Close()
+			return fmt.Errorf("jsonl: fsync %s: %w", path, err)
+		}
 	}
 	if err := fh.Close(); err != nil {
 		return fmt.Errorf("jsonl: close %s: %w", path, err)
@@ -95,18 +129,19 @@ func AppendLine(path string, line []byte) error {
 	return nil
 }
 
-// endsTorn reports whether the non-empty file does not end in a newline.
-func endsTorn(fh *os.File) (bool, error) {
+// tailState reports whether the file is empty, and whether a non-empty
+// file does not end in a newline.
+func tailState(fh *os.File) (empty, torn bool, err error) {
 	st, err := fh.Stat()
 	if err != nil {
-		return false, err
+		return false, false, err
 	}
 	if st.Size() == 0 {
-		return false, nil
+		return true, false, nil
 	}
 	var last [1]byte
 	if _, err := fh.ReadAt(last[:], st.Size()-1); err != nil {
-		return false, err
+		return false, false, err
 	}
-	return last[0] != '\n', nil
+	return false, last[0] != '\n', nil
 }
