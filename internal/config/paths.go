@@ -65,3 +65,9 @@ func (p Paths) WebhookSeen(name string) string {
 	return filepath.Join(p.Root, "channels", "webhook-"+name+".seen")
 }
 func (p Paths) ChatHistory() string { return filepath.Join(p.Root, "chat_history") }
+
+// StateDirs lists the directories Raven rewrites files in atomically, for
+// the start-up sweep of interrupted writes' temp files.
+func (p Paths) StateDirs() []string {
+	return []string{p.Root, p.SentinelDir(), p.CronDir(), p.Workspace(), p.UserMemory(), filepath.Dir(p.History())}
+}

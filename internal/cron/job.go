@@ -64,8 +64,11 @@ type Job struct {
 // Claim marks a fire taken by one process. It is written under the lock
 // before the fire runs, so no peer fires the same (job, scheduled time).
 type Claim struct {
-	PID         int       `json:"pid"`
-	Owner       string    `json:"owner"` // random per-service token; pids are reused
+	PID   int    `json:"pid"`
+	Owner string `json:"owner"` // random per-service token; pids are reused
+	// Host is the claimant's hostname: its PID means something only there.
+	// Empty in claims written by older builds (they wait for the TTL).
+	Host        string    `json:"host,omitempty"`
 	ClaimedAt   time.Time `json:"claimed_at"`
 	ScheduledAt time.Time `json:"scheduled_at"`
 	// Forced marks a claim taken for a "cron run" request.
@@ -75,6 +78,13 @@ type Claim struct {
 // Stale reports whether the claim is old enough to be taken over.
 func (c *Claim) Stale(now time.Time, ttl time.Duration) bool {
 	return c != nil && now.Sub(c.ClaimedAt) > ttl
+}
+
+// Abandoned reports whether the claimant is known to be gone: it claimed
+// from this host and its pid no longer exists. A claim from another host
+// (a shared data dir), or without a host, can only go stale.
+func (c *Claim) Abandoned(host string, alive func(pid int) bool) bool {
+	return c != nil && host != "" && c.Host == host && c.PID > 0 && !alive(c.PID)
 }
 
 // Mode is how a fire's output reaches the owner.

@@ -211,8 +211,11 @@ func TestThreeServicesFireEachJobExactlyOnce(t *testing.T) {
 	}
 }
 
-func TestKilledClaimantIsTakenOverOnce(t *testing.T) {
-	const ttl = 3 * time.Second
+// A cron serve killed -9 mid-fire leaves its claim behind. A peer on the
+// same host sees the claimant's pid is gone and takes the fire over at
+// once, not after the stale-claim TTL — and fires it exactly once.
+func TestKilledClaimantIsReclaimedAtOnce(t *testing.T) {
+	const ttl = 15 * time.Minute
 	d := newDataDir(t, map[string]any{"claim_ttl": ttl.String(), "job_timeout": "2s", "decay_after": 0})
 	raven(t)
 	j, err := NewJob(Spec{Name: "once", Message: "wake up", At: time.Now().Add(2 * time.Second).Format(time.RFC3339), Deliver: true}, time.Now())
@@ -240,7 +243,7 @@ func TestKilledClaimantIsTakenOverOnce(t *testing.T) {
 	claimedAt, sched := got.Claim.ClaimedAt, got.Claim.ScheduledAt
 
 	b := d.serve()
-	eventually(t, 3*ttl, "the takeover fire", func() bool { return len(d.runs()) > 0 })
+	eventually(t, 15*time.Second, "the takeover fire", func() bool { return len(d.runs()) > 0 })
 	time.Sleep(1500 * time.Millisecond) // room for a wrong second fire to show up
 	b.stop(t)
 	runs := d.runs()
@@ -251,9 +254,7 @@ func TestKilledClaimantIsTakenOverOnce(t *testing.T) {
 	if r.PID != b.cmd.Process.Pid || !r.ScheduledAt.Equal(sched) || r.Outcome != StatusDelivered {
 		t.Fatalf("run = %+v", r)
 	}
-	if wait := r.FiredAt.Sub(claimedAt); wait < ttl {
-		t.Fatalf("taken over after %s, before the %s TTL", wait, ttl)
-	}
+	t.Logf("dead claimant's fire taken over %s after its claim (TTL %s)", r.FiredAt.Sub(claimedAt), ttl)
 	if out := b.stdout.String(); out != fmt.Sprintf("[cron %s] wake up\n", j.ID) {
 		t.Fatalf("stdout = %q", out)
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/raven-agent/raven/internal/clock"
 	"github.com/raven-agent/raven/internal/spine"
+	"github.com/raven-agent/raven/internal/statefile"
 )
 
 // Status is the outcome of one fire, as written to runs.jsonl.
@@ -78,6 +79,12 @@ type Options struct {
 	ServiceLock string
 	// PID is recorded in claims and runs; default os.Getpid().
 	PID int
+	// Host is recorded in claims (default os.Hostname()): a claim from
+	// this host whose pid is gone is taken over at once, not after ClaimTTL.
+	Host string
+	// ProcessAlive reports whether a pid of this host is live (default
+	// statefile.ProcessAlive, kill(pid, 0)).
+	ProcessAlive func(pid int) bool
 }
 
 // Service is the cron timer loop. Start one per process with Run.
@@ -125,6 +132,7 @@ func NewService(opts Options) (*Service, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
+	opts.Runs = opts.Runs.withLogger(opts.Logger)
 	def := func(d *time.Duration, v time.Duration) {
 		if *d <= 0 {
 			*d = v
@@ -141,6 +149,13 @@ func NewService(opts Options) (*Service, error) {
 	}
 	if opts.PID == 0 {
 		opts.PID = os.Getpid()
+	}
+	if opts.Host == "" {
+		// No hostname: claims carry none and fall back to the TTL.
+		opts.Host, _ = os.Hostname()
+	}
+	if opts.ProcessAlive == nil {
+		opts.ProcessAlive = statefile.ProcessAlive
 	}
 	s := &Service{
 		opt:      opts,
@@ -293,6 +308,9 @@ func (s *Service) eligible(j *Job) bool {
 // of a stale claim; zero when never.
 func (s *Service) due(j *Job) (at time.Time, takeover bool) {
 	if j.Claim != nil {
+		if s.abandoned(j.Claim) {
+			return j.Claim.ClaimedAt, true
+		}
 		return j.Claim.ClaimedAt.Add(s.opt.ClaimTTL + time.Nanosecond), true
 	}
 	if !j.RunRequestedAt.IsZero() {
@@ -379,19 +397,23 @@ func (s *Service) tick(ctx context.Context, now time.Time, only func(*Job) bool)
 // claim takes j's due fire under the lock, advancing its schedule.
 func (s *Service) claim(j *Job, now time.Time) (claimed, bool) {
 	if j.Claim != nil {
-		if !j.Claim.Stale(now, s.opt.ClaimTTL) {
+		why := "stale"
+		switch {
+		case s.abandoned(j.Claim):
+			why = "claimant gone"
+		case !j.Claim.Stale(now, s.opt.ClaimTTL):
 			return claimed{}, false
 		}
 		old := *j.Claim
-		s.log.Warn("cron: taking over stale claim", "job", j.ID, "pid", old.PID,
+		s.log.Warn("cron: taking over claim", "why", why, "job", j.ID, "pid", old.PID, "host", old.Host,
 			"claimed_at", old.ClaimedAt, "scheduled_at", old.ScheduledAt)
-		j.Claim = &Claim{PID: s.opt.PID, Owner: s.owner, ClaimedAt: now, ScheduledAt: old.ScheduledAt, Forced: old.Forced}
+		j.Claim = s.newClaim(now, old.ScheduledAt, old.Forced)
 		return claimed{job: *j, scheduledAt: old.ScheduledAt, forced: old.Forced}, true
 	}
 	if !j.RunRequestedAt.IsZero() && !j.RunRequestedAt.After(now) {
 		at := j.RunRequestedAt
 		j.RunRequestedAt = time.Time{}
-		j.Claim = &Claim{PID: s.opt.PID, Owner: s.owner, ClaimedAt: now, ScheduledAt: at, Forced: true}
+		j.Claim = s.newClaim(now, at, true)
 		return claimed{job: *j, scheduledAt: at, forced: true}, true
 	}
 	if !j.Enabled || j.NextRunAt.IsZero() || j.NextRunAt.After(now) {
@@ -410,8 +432,18 @@ func (s *Service) claim(j *Job, now time.Time) (claimed, bool) {
 		next = time.Time{}
 	}
 	j.NextRunAt = next
-	j.Claim = &Claim{PID: s.opt.PID, Owner: s.owner, ClaimedAt: now, ScheduledAt: at}
+	j.Claim = s.newClaim(now, at, false)
 	return claimed{job: *j, scheduledAt: at}, true
+}
+
+func (s *Service) newClaim(now, at time.Time, forced bool) *Claim {
+	return &Claim{PID: s.opt.PID, Owner: s.owner, Host: s.opt.Host, ClaimedAt: now, ScheduledAt: at, Forced: forced}
+}
+
+// abandoned reports whether c's claimant is gone (same host, dead pid); a
+// claim of this very service never is.
+func (s *Service) abandoned(c *Claim) bool {
+	return c.Owner != s.owner && c.Abandoned(s.opt.Host, s.opt.ProcessAlive)
 }
 
 func maxTime(a, b time.Time) time.Time {

@@ -440,3 +440,52 @@ func TestConcurrentWritersInProcessLoseNothing(t *testing.T) {
 		t.Fatalf("jobs = %d, err %v", len(jobs), err)
 	}
 }
+
+func TestAbandonedClaimReclaimedAtOnceOnlyWhenPidGoneHere(t *testing.T) {
+	const ttl = 10 * time.Minute
+	tests := []struct {
+		name      string
+		host      string
+		alive     bool
+		immediate bool
+	}{
+		{"same host, pid gone", "here", false, true},
+		{"same host, pid alive", "here", true, false},
+		{"other host, pid gone", "there", false, false},
+		{"no host (older build), pid gone", "", false, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, hopts{ttl: ttl, modify: func(o *Options) {
+				o.Host = "here"
+				o.ProcessAlive = func(pid int) bool { return pid != 4242 || tt.alive }
+			}})
+			j := h.add(h.store, Spec{Name: "n", Message: "m", Every: "1h", Deliver: true, Channel: "telegram", To: "1"})
+			sched := j.NextRunAt
+			err := h.store.Update(context.Background(), func(f *File) (bool, error) {
+				f.Jobs[0].Claim = &Claim{PID: 4242, Owner: "crashed", Host: tt.host, ClaimedAt: sched, ScheduledAt: sched}
+				f.Jobs[0].NextRunAt = sched.Add(time.Hour)
+				return true, nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			h.clk.Set(sched.Add(time.Second))
+			h.start()
+			if tt.immediate {
+				h.settle(0)
+				if r := h.next(); !r.ScheduledAt.Equal(sched) {
+					t.Fatalf("run %+v", r)
+				}
+				h.noFire()
+				return
+			}
+			h.settle(ttl - 2*time.Second)
+			h.noFire()
+			h.settle(2 * time.Second)
+			if r := h.next(); !r.ScheduledAt.Equal(sched) {
+				t.Fatalf("run %+v", r)
+			}
+		})
+	}
+}

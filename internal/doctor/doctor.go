@@ -55,11 +55,8 @@ func Run(ctx context.Context, o Options) []Check {
 	out = append(out, database(ctx, o.Paths))
 	out = append(out, locks(ctx, o.Paths)...)
 	out = append(out, corrupt(o.Paths))
-	if _, err := os.Stat(o.Paths.OperatorToken()); err != nil {
-		out = append(out, Check{Name: "operator token", Status: Warn, Detail: "missing", Fix: "run raven onboard"})
-	} else {
-		out = append(out, Check{Name: "operator token", Status: OK, Detail: o.Paths.OperatorToken()})
-	}
+	out = append(out, socketPath(o.Paths))
+	out = append(out, operatorToken(o.Paths))
 	return out
 }
 
@@ -152,20 +149,57 @@ func model(ctx context.Context, o Options) Check {
 	return Check{Name: "model", Status: OK, Detail: fmt.Sprintf("%s reachable at %s", o.Config.Model, url)}
 }
 
+// database inspects raven.db without changing it; moving a damaged one
+// aside is the next start's job (sqlitedb.Open).
 func database(ctx context.Context, p config.Paths) Check {
-	if _, err := os.Stat(p.DB()); err != nil {
+	err := sqlitedb.Check(ctx, p.DB())
+	var ce *sqlitedb.CorruptError
+	switch {
+	case err == nil:
+		return Check{Name: "database", Status: OK, Detail: p.DB() + " (integrity ok)"}
+	case errors.Is(err, os.ErrNotExist):
 		return Check{Name: "database", Status: Warn, Detail: "raven.db not created yet", Fix: "run raven onboard"}
+	case errors.As(err, &ce) && ce.Earlier != "":
+		return Check{Name: "database", Status: Fail, Detail: err.Error(),
+			Fix: "restore a backup to " + p.DB() + ", or delete " + ce.Earlier + " to start over with an empty database (devices must pair again)"}
+	case errors.As(err, &ce):
+		return Check{Name: "database", Status: Fail, Detail: err.Error(),
+			Fix: "stop raven and restore " + p.DB() + " from a backup; the next start moves the damaged file aside and refuses to run on an empty one"}
 	}
-	db, err := sqlitedb.Open(p.DB())
-	if err != nil {
-		return Check{Name: "database", Status: Fail, Detail: err.Error()}
+	return Check{Name: "database", Status: Fail, Detail: err.Error()}
+}
+
+// maxSocketPath is the longest unix socket path connect(2) takes: sun_path
+// is 108 bytes, one of them the terminating NUL.
+const maxSocketPath = 107
+
+func socketPath(p config.Paths) Check {
+	sock := p.Socket()
+	if n := len(sock); n > maxSocketPath {
+		return Check{Name: "socket", Status: Fail,
+			Detail: fmt.Sprintf("%s is %d bytes; a unix socket path has at most %d (sun_path is 108 bytes): the gateway cannot listen and clients cannot connect", sock, n, maxSocketPath),
+			Fix:    fmt.Sprintf("use a data dir at most %d bytes long (RAVEN_HOME or --data-dir), e.g. move it or symlink it from a short path like ~/.raven", maxSocketPath-len("/raven.sock"))}
 	}
-	defer db.Close()
-	var res string
-	if err := db.QueryRowContext(ctx, "PRAGMA quick_check").Scan(&res); err != nil || res != "ok" {
-		return Check{Name: "database", Status: Fail, Detail: fmt.Sprintf("quick_check: %s %v", res, err), Fix: "restore raven.db from a backup"}
+	return Check{Name: "socket", Status: OK, Detail: sock}
+}
+
+// operatorToken fails on a token others can read: it grants full control.
+func operatorToken(p config.Paths) Check {
+	path := p.OperatorToken()
+	st, err := os.Stat(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return Check{Name: "operator token", Status: Warn, Detail: "missing", Fix: "run raven onboard"}
+	case err != nil:
+		return Check{Name: "operator token", Status: Fail, Detail: err.Error()}
+	case !st.Mode().IsRegular():
+		return Check{Name: "operator token", Status: Fail, Detail: path + " is not a regular file", Fix: "remove it and run raven onboard"}
+	case st.Mode().Perm()&0o077 != 0:
+		return Check{Name: "operator token", Status: Fail,
+			Detail: fmt.Sprintf("%s is readable by other users (mode %04o, want 0600): anyone who reads it controls raven", path, st.Mode().Perm()),
+			Fix:    "chmod 600 " + path + " (and rotate it if others may have read it)"}
 	}
-	return Check{Name: "database", Status: OK, Detail: p.DB() + " (integrity ok)"}
+	return Check{Name: "operator token", Status: OK, Detail: path}
 }
 
 // locks verifies no lock is stuck: flock locks vanish with their holder, so
@@ -210,7 +244,7 @@ func locks(ctx context.Context, p config.Paths) []Check {
 
 func corrupt(p config.Paths) Check {
 	var found []string
-	for _, dir := range []string{p.SentinelDir(), p.CronDir()} {
+	for _, dir := range []string{p.Root, p.SentinelDir(), p.CronDir()} {
 		m, _ := filepath.Glob(filepath.Join(dir, "*.corrupt-*"))
 		found = append(found, m...)
 	}

@@ -55,11 +55,11 @@ func TestSpliceSectionKeepsOtherSections(t *testing.T) {
 func TestUpdateSectionSkipsUnchangedWrite(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "attention.md")
 	ctx := context.Background()
-	if ch, err := UpdateSection(ctx, p, "a", "x"); err != nil || !ch {
+	if ch, err := UpdateSection(ctx, p, "a", "x", 1<<20); err != nil || !ch {
 		t.Fatalf("first: %v %v", ch, err)
 	}
 	st1, _ := os.Stat(p)
-	if ch, err := UpdateSection(ctx, p, "a", "x"); err != nil || ch {
+	if ch, err := UpdateSection(ctx, p, "a", "x", 1<<20); err != nil || ch {
 		t.Fatalf("second: changed=%v err=%v, want unchanged", ch, err)
 	}
 	st2, _ := os.Stat(p)

@@ -83,14 +83,17 @@ func SpliceSection(md, heading, body string) string {
 }
 
 // UpdateSection splices one section of the file at path under an exclusive
-// lock, writing atomically, and skips the write when nothing changed.
-func UpdateSection(ctx context.Context, path, heading, body string) (changed bool, err error) {
+// lock, writing atomically, and skips the write when nothing changed. The
+// file is read whole or not rewritten at all: one longer than limit (or
+// that the splice would push past it) fails with a *TooLargeError and keeps
+// every byte. A rewrite keeps the file's mode.
+func UpdateSection(ctx context.Context, path, heading, body string, limit int64) (changed bool, err error) {
 	lock := statefile.NewLock(path + ".lock")
 	if err := lock.Acquire(ctx); err != nil {
 		return false, err
 	}
 	defer lock.Release()
-	old, err := ReadBounded(path, 4<<20)
+	old, err := ReadWhole(path, limit)
 	if err != nil {
 		return false, err
 	}
@@ -98,7 +101,10 @@ func UpdateSection(ctx context.Context, path, heading, body string) (changed boo
 	if next == old {
 		return false, nil
 	}
-	if err := statefile.WriteAtomic(path, []byte(next), 0o600); err != nil {
+	if int64(len(next)) > limit {
+		return false, &TooLargeError{Path: path, Size: int64(len(next)), Limit: limit}
+	}
+	if err := statefile.WriteAtomicKeepMode(path, []byte(next), 0o600); err != nil {
 		return false, err
 	}
 	return true, nil

@@ -1,14 +1,12 @@
 package sentinel
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
+	"log/slog"
 	"os"
-	"path/filepath"
 	"time"
 
-	"github.com/raven-agent/raven/internal/memory"
+	"github.com/raven-agent/raven/internal/jsonl"
 )
 
 // TickRecord is one line of sentinel/ticks.jsonl, read by
@@ -79,48 +77,29 @@ func (r *Runner) logTick(out TickOutcome) {
 	}
 }
 
-// AppendTick appends rec as one JSON line in a single write (O_APPEND), so
-// concurrent writers from two processes never interleave within a line.
+// AppendTick appends rec as one JSON line (jsonl.AppendLine: one write
+// under O_APPEND, on a fresh line even after a torn one).
 func AppendTick(path string, rec TickRecord) error {
-	line, err := json.Marshal(rec)
-	if err != nil {
-		return fmt.Errorf("sentinel: encode tick: %w", err)
-	}
-	line = append(line, '\n')
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return fmt.Errorf("sentinel: mkdir for %s: %w", path, err)
-	}
 	if st, err := os.Stat(path); err == nil && st.Size() > tickLogMax {
 		_ = os.Rename(path, path+".1")
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
-	if err != nil {
-		return fmt.Errorf("sentinel: open %s: %w", path, err)
+	if err := jsonl.New(path, nil).Append(rec); err != nil {
+		return fmt.Errorf("sentinel: tick log: %w", err)
 	}
-	if _, err := f.Write(line); err != nil {
-		f.Close()
-		return fmt.Errorf("sentinel: append %s: %w", path, err)
-	}
-	return f.Close()
+	return nil
 }
 
-// ReadTicks returns the last n tick records, oldest first, reading only the
-// file's tail. Malformed lines are skipped.
-func ReadTicks(path string, n int) ([]TickRecord, error) {
-	if n <= 0 {
-		return nil, nil
+// ReadTicks returns the last n tick records, oldest first, reading the file
+// backwards only as far as needed. Torn lines are skipped; logger (may be
+// nil) is warned about them.
+func ReadTicks(path string, n int, logger ...*slog.Logger) ([]TickRecord, error) {
+	var l *slog.Logger
+	if len(logger) > 0 {
+		l = logger[0]
 	}
-	tail, err := memory.TailBytes(path, min(n*4096, 16<<20))
+	recs, err := jsonl.Last[TickRecord](jsonl.New(path, l), n, nil)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("sentinel: tick log: %w", err)
 	}
-	lines := bytes.Split(bytes.TrimSpace(tail), []byte{'\n'})
-	out := make([]TickRecord, 0, min(n, len(lines)))
-	for i := max(0, len(lines)-n); i < len(lines); i++ {
-		var rec TickRecord
-		if json.Unmarshal(lines[i], &rec) == nil {
-			out = append(out, rec)
-		}
-	}
-	return out, nil
+	return recs, nil
 }

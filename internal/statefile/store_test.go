@@ -24,6 +24,9 @@ func TestMain(m *testing.M) {
 	if spec := os.Getenv(childEnv); spec != "" {
 		os.Exit(runChild(spec))
 	}
+	if path := os.Getenv(interruptEnv); path != "" {
+		interruptedWrite(path)
+	}
 	os.Exit(m.Run())
 }
 

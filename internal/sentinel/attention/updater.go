@@ -4,6 +4,7 @@ package attention
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -76,8 +77,11 @@ type Options struct {
 	Location *time.Location
 	// LockTimeout bounds waiting for the file lock (default 5s).
 	LockTimeout time.Duration
-	Clock       clock.Clock
-	Logger      *slog.Logger
+	// MaxBytes is the largest attention.md the updater rewrites (default
+	// DefaultMaxBytes); a bigger one is left untouched and reported.
+	MaxBytes int64
+	Clock    clock.Clock
+	Logger   *slog.Logger
 }
 
 // Defaults.
@@ -85,7 +89,7 @@ const (
 	DefaultMemoryMaxBytes   = 32 << 10
 	DefaultHistoryTailBytes = 32 << 10
 	DefaultSessionWindow    = 72 * time.Hour
-	attentionMaxBytes       = 4 << 20
+	DefaultMaxBytes         = 4 << 20
 )
 
 // Report says what one update did.
@@ -128,6 +132,9 @@ func NewUpdater(o Options) *Updater {
 	if o.LockTimeout <= 0 {
 		o.LockTimeout = 5 * time.Second
 	}
+	if o.MaxBytes <= 0 {
+		o.MaxBytes = DefaultMaxBytes
+	}
 	return &Updater{o: o, clk: o.Clock, log: o.Logger}
 }
 
@@ -161,7 +168,16 @@ func (u *Updater) Update(ctx context.Context) Report {
 	}
 
 	// Compare with the file as it is; only changed sections take the lock.
-	cur, err := memory.ReadBounded(u.o.Path, attentionMaxBytes)
+	cur, err := memory.ReadWhole(u.o.Path, u.o.MaxBytes)
+	if errors.Is(err, memory.ErrTooLarge) {
+		// Never rewrite what was not read whole: the owner's end of the
+		// file would go. One warning per tick, every section reported.
+		u.log.Warn("attention: file too large; no section written this tick", "path", u.o.Path, "err", err)
+		for _, name := range order {
+			rep.Failed[name] = err
+		}
+		return rep
+	}
 	if err != nil {
 		u.log.Warn("attention: read failed; every section is rewritten", "path", u.o.Path, "err", err)
 	}
@@ -197,7 +213,7 @@ func (u *Updater) splice(ctx context.Context, name, body string) (bool, error) {
 	if err := os.MkdirAll(filepath.Dir(u.o.Path), 0o700); err != nil {
 		return false, fmt.Errorf("attention: mkdir: %w", err)
 	}
-	changed, err := memory.UpdateSection(ctx, u.o.Path, name, body)
+	changed, err := memory.UpdateSection(ctx, u.o.Path, name, body, u.o.MaxBytes)
 	if err != nil {
 		return false, fmt.Errorf("attention: splice %q into %s: %w", name, u.o.Path, err)
 	}

@@ -1,7 +1,6 @@
 package feedback
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -150,37 +149,6 @@ func TestAcceptanceRateReadsOnlyTheTail(t *testing.T) {
 	}
 	if rate, n := tr.AcceptanceRate(7 * 24 * time.Hour); rate != 1 || n != 3 {
 		t.Fatalf("got %v/%d; scan went past the window", rate, n)
-	}
-}
-
-func TestReverseLinesAcrossChunks(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "f")
-	var want []string
-	var buf bytes.Buffer
-	for i := 0; i < 3000; i++ {
-		l := fmt.Sprintf("%d-%s", i, strings.Repeat("x", i%211*(1+i%3)))
-		if i == 1500 {
-			l = strings.Repeat("y", 3*tailChunk) // longer than a chunk
-		}
-		want = append(want, l)
-		buf.WriteString(l + "\n")
-	}
-	buf.WriteString("no-trailing-newline")
-	want = append(want, "no-trailing-newline")
-	os.WriteFile(path, buf.Bytes(), 0o600)
-	f, _ := os.Open(path)
-	defer f.Close()
-	var got []string
-	if err := reverseLines(f, func(l []byte) bool { got = append(got, string(l)); return true }); err != nil {
-		t.Fatal(err)
-	}
-	if len(got) != len(want) {
-		t.Fatalf("got %d lines want %d", len(got), len(want))
-	}
-	for i := range got {
-		if got[i] != want[len(want)-1-i] {
-			t.Fatalf("line %d differs", i)
-		}
 	}
 }
 

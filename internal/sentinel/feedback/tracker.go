@@ -10,11 +10,11 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"sync"
 	"time"
 
 	"github.com/raven-agent/raven/internal/clock"
+	"github.com/raven-agent/raven/internal/jsonl"
 	"github.com/raven-agent/raven/internal/sentinel/textcut"
 	"github.com/raven-agent/raven/internal/statefile"
 )
@@ -76,6 +76,7 @@ type Options struct {
 // share an flock on path+".lock" so processes never interleave or lose lines.
 type Tracker struct {
 	path string
+	jl   *jsonl.File
 	lock *statefile.Lock
 	clk  clock.Clock
 	log  *slog.Logger
@@ -102,7 +103,8 @@ func NewTracker(path string, opts Options) *Tracker {
 	if opts.LockTimeout <= 0 {
 		opts.LockTimeout = 10 * time.Second
 	}
-	return &Tracker{path: path, lock: statefile.NewLock(path + ".lock"), clk: opts.Clock, log: opts.Logger, opts: opts}
+	return &Tracker{path: path, jl: jsonl.New(path, opts.Logger), lock: statefile.NewLock(path + ".lock"),
+		clk: opts.Clock, log: opts.Logger, opts: opts}
 }
 
 // Path is the JSONL file's path.
@@ -138,20 +140,11 @@ func (t *Tracker) Append(ctx context.Context, rec Record) error {
 	if err != nil {
 		return fmt.Errorf("feedback: encode %s: %w", rec.NudgeID, err)
 	}
-	line = append(line, '\n')
 	return t.withLock(ctx, func() error {
-		if err := os.MkdirAll(filepath.Dir(t.path), 0o700); err != nil {
-			return fmt.Errorf("feedback: mkdir: %w", err)
+		if err := jsonl.AppendLine(t.path, line); err != nil {
+			return fmt.Errorf("feedback: %w", err)
 		}
-		f, err := os.OpenFile(t.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
-		if err != nil {
-			return fmt.Errorf("feedback: open %s: %w", t.path, err)
-		}
-		if _, err := f.Write(line); err != nil {
-			f.Close()
-			return fmt.Errorf("feedback: append %s: %w", t.path, err)
-		}
-		return f.Close()
+		return nil
 	})
 }
 
@@ -192,38 +185,18 @@ func (t *Tracker) RecordVerdict(ctx context.Context, nudgeID, verdict, session, 
 	return rec, nil
 }
 
-func (t *Tracker) open() (*os.File, error) {
-	f, err := os.Open(t.path)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("feedback: open %s: %w", t.path, err)
-	}
-	return f, nil
-}
-
-// scanBack visits records newest first. Malformed lines are skipped.
+// scanBack visits records newest first. Torn and malformed lines are
+// skipped (with a warning, once).
 func (t *Tracker) scanBack(maxBytes int64, fn func(r Record) bool) error {
-	f, err := t.open()
-	if f == nil {
-		return err
-	}
-	defer f.Close()
-	var read int64
-	err = reverseLines(f, func(line []byte) bool {
-		read += int64(len(line)) + 1
-		if maxBytes > 0 && read > maxBytes {
-			return false
-		}
+	err := t.jl.Backward(maxBytes, func(line []byte) bool {
 		var r Record
-		if json.Unmarshal(line, &r) != nil {
+		if !t.jl.Decode(line, &r) {
 			return true
 		}
 		return fn(r)
 	})
 	if err != nil {
-		return fmt.Errorf("feedback: read %s: %w", t.path, err)
+		return fmt.Errorf("feedback: %w", err)
 	}
 	return nil
 }
@@ -388,48 +361,52 @@ func (t *Tracker) MaybeTrim(ctx context.Context) (bool, error) {
 }
 
 func (t *Tracker) trimLocked(cut time.Time) (bool, error) {
-	f, err := t.open()
-	if f == nil {
-		return false, err
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), 4<<20)
-	if sc.Scan() {
+	old := true
+	err := t.jl.Forward(func(line []byte) bool {
 		var first Record
-		if json.Unmarshal(sc.Bytes(), &first) == nil && !first.Time.Before(cut) {
-			return false, nil
+		if t.jl.Decode(line, &first) {
+			old = first.Time.Before(cut)
+			return false
 		}
-	} else {
-		return false, sc.Err()
-	}
-	if _, err := f.Seek(0, 0); err != nil {
+		return true // a torn first line: look at the next
+	})
+	if err != nil || !old {
 		return false, err
 	}
-	sc = bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), 4<<20)
-	tmp, err := os.CreateTemp(filepath.Dir(t.path), "."+filepath.Base(t.path)+".trim-*")
+	if _, err := os.Stat(t.path); errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	tmp, err := statefile.CreateTemp(t.path)
 	if err != nil {
 		return false, fmt.Errorf("feedback: trim: %w", err)
 	}
 	defer os.Remove(tmp.Name())
 	w := bufio.NewWriter(tmp)
-	kept, dropped, bad := 0, 0, 0
-	for sc.Scan() {
+	kept, dropped := 0, 0
+	err = t.jl.Forward(func(line []byte) bool {
 		var r Record
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			bad++
-			continue
+		if !t.jl.Decode(line, &r) {
+			return true
 		}
 		if r.Time.Before(cut) {
 			dropped++
-			continue
+			return true
 		}
-		w.Write(sc.Bytes())
+		// A whole line is kept as written (fields of a newer build
+		// survive); one recovered from torn bytes is re-encoded alone.
+		b := line
+		if !json.Valid(line) {
+			var err error
+			if b, err = json.Marshal(r); err != nil {
+				return true
+			}
+		}
+		w.Write(b)
 		w.WriteByte('\n')
 		kept++
-	}
-	if err := sc.Err(); err != nil {
+		return true
+	})
+	if err != nil {
 		tmp.Close()
 		return false, fmt.Errorf("feedback: trim read: %w", err)
 	}
@@ -437,26 +414,8 @@ func (t *Tracker) trimLocked(cut time.Time) (bool, error) {
 		tmp.Close()
 		return false, fmt.Errorf("feedback: trim write: %w", err)
 	}
-	if err := tmp.Chmod(0o600); err != nil {
-		tmp.Close()
-		return false, err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return false, fmt.Errorf("feedback: trim fsync: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return false, err
-	}
-	if err := os.Rename(tmp.Name(), t.path); err != nil {
-		return false, fmt.Errorf("feedback: trim rename: %w", err)
-	}
-	if d, err := os.Open(filepath.Dir(t.path)); err == nil {
-		d.Sync()
-		d.Close()
-	}
-	if bad > 0 {
-		t.log.Warn("feedback: dropped malformed lines while trimming", "path", t.path, "lines", bad)
+	if err := statefile.CommitTemp(tmp, t.path, 0o600); err != nil {
+		return false, fmt.Errorf("feedback: trim: %w", err)
 	}
 	t.log.Info("feedback: trimmed", "path", t.path, "kept", kept, "dropped", dropped)
 	return true, nil

@@ -1,19 +1,17 @@
 package predictor
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/raven-agent/raven/internal/clock"
+	"github.com/raven-agent/raven/internal/jsonl"
 	"github.com/raven-agent/raven/internal/llm"
 	"github.com/raven-agent/raven/internal/statefile"
 	"github.com/raven-agent/raven/internal/strictjson"
@@ -476,33 +474,18 @@ func ParseBehaviors(resp *llm.Response, from, to time.Time, maxEvents int, minCo
 	return out, nil
 }
 
-// appendEvents appends one line per event in a single write (O_APPEND, so
-// a concurrent writer's lines never interleave with ours) and syncs before
-// the high-water mark moves past them.
+// appendEvents appends one line per event with the line-log appender
+// (jsonl.AppendLines): a single write under O_APPEND, so a concurrent
+// writer's lines never interleave with ours, on a fresh line when the
+// owner's last edit left none; synced before the high-water mark moves
+// past them.
 func appendEvents(path string, events []BehaviorEvent) error {
-	if len(events) == 0 {
-		return nil
+	lines := make([][]byte, len(events))
+	for i, ev := range events {
+		lines[i] = []byte(strings.TrimSuffix(ev.Line(), "\n"))
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return fmt.Errorf("behaviors: mkdir: %w", err)
-	}
-	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
-	if err != nil {
-		return fmt.Errorf("behaviors: open %s: %w", path, err)
-	}
-	defer f.Close()
-	var buf bytes.Buffer
-	if fi, err := f.Stat(); err == nil && fi.Size() == 0 {
-		buf.WriteString(behaviorsHeader)
-	}
-	for _, ev := range events {
-		buf.WriteString(ev.Line())
-	}
-	if _, err := f.Write(buf.Bytes()); err != nil {
-		return fmt.Errorf("behaviors: append %s: %w", path, err)
-	}
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("behaviors: sync %s: %w", path, err)
+	if err := jsonl.AppendLines(path, lines, jsonl.AppendOptions{Header: []byte(behaviorsHeader), Sync: true}); err != nil {
+		return fmt.Errorf("behaviors: %w", err)
 	}
 	return nil
 }
