@@ -26,6 +26,7 @@ import (
 	"github.com/raven-agent/raven/internal/session"
 	"github.com/raven-agent/raven/internal/spine"
 	"github.com/raven-agent/raven/internal/sqlitedb"
+	"github.com/raven-agent/raven/internal/statefile"
 	"github.com/raven-agent/raven/internal/tools"
 	"github.com/raven-agent/raven/internal/wake"
 )
@@ -184,6 +185,9 @@ func Build(ctx context.Context, o Options) (*Runtime, error) {
 			r.Close(context.Background())
 		}
 	}()
+	// Temp files of writes a crash interrupted are litter, never state:
+	// clear them before anything reads the directories they sit in.
+	statefile.SweepTempDirs(r.clk.Now(), r.log, o.Paths.StateDirs()...)
 	steps := []struct {
 		name string
 		run  func(context.Context, Options) error

@@ -3,7 +3,11 @@ package runtime
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -135,5 +139,39 @@ func TestStartChannelsBeforeServices(t *testing.T) {
 	eventually(t, "the overdue job on telegram", func() bool { return len(tg.contents()) == 1 })
 	if n, _ := rt.Outbox().Count(context.Background()); n != 0 {
 		t.Fatalf("%d kept in the outbox", n)
+	}
+}
+
+// Build clears the temp files of atomic writes a crash interrupted, and
+// nothing else.
+func TestBuildSweepsInterruptedWrites(t *testing.T) {
+	p, err := config.NewPaths(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	litter := filepath.Join(p.SentinelDir(), fmt.Sprintf(".state.json.tmp-%d-12345", dead.Process.Pid))
+	owner := filepath.Join(p.Workspace(), "notes.tmp")
+	for _, f := range []string{litter, owner} {
+		if err := os.MkdirAll(filepath.Dir(f), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(f, []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rt, err := Build(context.Background(), Options{Paths: p, Config: config.Default()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close(context.Background())
+	if _, err := os.Stat(litter); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("temp file of an interrupted write survived Build: %v", err)
+	}
+	if _, err := os.Stat(owner); err != nil {
+		t.Errorf("the owner's file was swept: %v", err)
 	}
 }
