@@ -29,8 +29,10 @@ type weatherTool struct {
 	calls []string
 }
 
-func (w *weatherTool) Name() string        { return "weather" }
-func (w *weatherTool) Description() string { return "Today's forecast for a city.\nUses the met office." }
+func (w *weatherTool) Name() string { return "weather" }
+func (w *weatherTool) Description() string {
+	return "Today's forecast for a city.\nUses the met office."
+}
 func (w *weatherTool) Parameters() map[string]any {
 	return map[string]any{"type": "object", "properties": map[string]any{"city": map[string]any{"type": "string"}},
 		"required": []any{"city"}, "additionalProperties": false}
