@@ -38,6 +38,9 @@ func FuzzLoad(f *testing.F) {
 			}
 			return
 		}
+		if len(bytes.TrimSpace(data)) > 0 && !json.Valid(data) {
+			t.Fatalf("loaded %q, which is not one JSON value", data)
+		}
 		enc, err := json.Marshal(cfg)
 		if err != nil {
 			t.Fatalf("loaded %q but cannot encode it: %v", data, err)

@@ -88,6 +88,9 @@ func FuzzStateFile(f *testing.F) {
 		case err != nil:
 			t.Fatalf("%q: untyped refusal %v", data, err)
 		}
+		if len(bytes.TrimSpace(data)) > 0 && !json.Valid(data) {
+			t.Fatalf("read %q, which is not JSON, as a state file", data)
+		}
 		got := sectionsOf(t, s)
 		// The canonical splitter is a shortcut: whatever encoding/json
 		// reads from the same bytes must be the same sections.
