@@ -48,7 +48,10 @@ func SelectSections(md string, names []string) string {
 // SpliceSection replaces (or appends) the H2 section heading in md with body,
 // leaving every other section byte-for-byte as the owner wrote it.
 func SpliceSection(md, heading, body string) string {
-	body = strings.TrimRight(body, "\n") + "\n"
+	// A body line that reads as an H2 would end the section there on the
+	// next splice, leaving the rest of the body outside it as if the owner
+	// had written it; escaped, it renders the same.
+	body = strings.ReplaceAll("\n"+strings.TrimRight(body, "\n"), "\n## ", "\n\\## ")[1:] + "\n"
 	lines := strings.SplitAfter(md, "\n")
 	var out strings.Builder
 	i, found := 0, false

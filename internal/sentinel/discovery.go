@@ -1,15 +1,18 @@
 package sentinel
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 
 	"github.com/raven-agent/raven/internal/llm"
 	"github.com/raven-agent/raven/internal/sentinel/executor"
 	"github.com/raven-agent/raven/internal/sentinel/policy"
+	"github.com/raven-agent/raven/internal/tools"
 )
 
 const discoveryTool = "propose_tasks"
@@ -22,7 +25,71 @@ type TaskDiscoverer struct {
 	Store      *executor.PendingDecisionStore
 	Dispatcher *executor.NudgeDispatcher
 	MaxOptions int // default 4
-	Logger     *slog.Logger
+	// ToolNames lists the agent tools a menu may offer to run; nil or
+	// empty: no tool options (each run asks again, so a tool registered
+	// later is offered from then on).
+	ToolNames func() []ToolInfo
+	Logger    *slog.Logger
+}
+
+// ToolInfo is one agent tool the discoverer may propose to run.
+type ToolInfo struct {
+	Name        string
+	Description string // the first line is shown to the discoverer
+	// Parameters is the tool's JSON schema; when set, proposed args must
+	// satisfy it, so the owner is never offered a pick that cannot run.
+	Parameters map[string]any
+}
+
+// ToolInfosFrom turns a tool registry's definitions (tools.Registry.Defs)
+// into the discoverer's list, leaving out the names in skip (tools that
+// make no sense as a menu pick, such as ask_user).
+func ToolInfosFrom(defs []llm.Tool, skip ...string) []ToolInfo {
+	out := make([]ToolInfo, 0, len(defs))
+	for _, d := range defs {
+		if slices.Contains(skip, d.Name) {
+			continue
+		}
+		out = append(out, ToolInfo{Name: d.Name, Description: d.Description, Parameters: d.Parameters})
+	}
+	return out
+}
+
+// checkOption normalises o and says why it cannot be offered ("" when it
+// can). A tool option must name an offered tool and carry a JSON object of
+// arguments (absent or null: no arguments) its schema accepts.
+func checkOption(o *executor.Option, offered []ToolInfo) string {
+	switch o.Kind {
+	case executor.KindReply, executor.KindSpawn:
+		o.Tool, o.Args = "", nil
+		return ""
+	case executor.KindTool:
+	default:
+		return fmt.Sprintf("unknown kind %q", o.Kind)
+	}
+	o.Tool = strings.TrimSpace(o.Tool)
+	i := slices.IndexFunc(offered, func(ti ToolInfo) bool { return ti.Name == o.Tool })
+	if i < 0 {
+		return fmt.Sprintf("unknown tool %q", o.Tool)
+	}
+	raw := bytes.TrimSpace(o.Args)
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		raw = []byte("{}")
+	}
+	var args any
+	if err := json.Unmarshal(raw, &args); err != nil {
+		return fmt.Sprintf("args are not JSON: %v", err)
+	}
+	if _, ok := args.(map[string]any); !ok {
+		return "args are not a JSON object"
+	}
+	if schema := offered[i].Parameters; schema != nil {
+		if err := tools.Validate(schema, args); err != nil {
+			return fmt.Sprintf("args do not fit %s: %v", o.Tool, err)
+		}
+	}
+	o.Args = json.RawMessage(raw)
+	return ""
 }
 
 // Discover builds and dispatches a menu. A model failure or an empty menu is
@@ -39,29 +106,18 @@ func (t *TaskDiscoverer) Discover(ctx context.Context, pc PlannerContext) execut
 	if maxOpt <= 0 {
 		maxOpt = 4
 	}
+	var offered []ToolInfo
+	if t.ToolNames != nil {
+		offered = t.ToolNames()
+	}
 	temp := 0.3
 	resp, err := t.Provider.Chat(ctx, llm.Request{
 		Model: t.Model,
 		Messages: []llm.Message{
-			{Role: llm.RoleSystem, Content: fmt.Sprintf("You are Raven's task discoverer. From the owner's memory and recent history, propose at most %d concrete things Raven could do for them today. Each option is a reply (a short piece of information to send) or a spawn (a self-contained background task). Propose nothing rather than filler.", maxOpt)},
-			{Role: llm.RoleUser, Content: RenderContext(pc)},
+			{Role: llm.RoleSystem, Content: discoverySystemPrompt(maxOpt, offered)},
+			{Role: llm.RoleUser, Content: renderDiscoveryContext(pc)},
 		},
-		Tools: []llm.Tool{{Name: discoveryTool, Description: "Propose today's task menu.", Parameters: map[string]any{
-			"type": "object",
-			"properties": map[string]any{
-				"title": map[string]any{"type": "string"},
-				"options": map[string]any{"type": "array", "items": map[string]any{
-					"type": "object",
-					"properties": map[string]any{
-						"title": map[string]any{"type": "string"}, "reason": map[string]any{"type": "string"},
-						"kind":  map[string]any{"type": "string", "enum": []any{"reply", "spawn"}},
-						"reply": map[string]any{"type": "string"}, "task": map[string]any{"type": "string"},
-					},
-					"required": []any{"title", "kind"},
-				}},
-			},
-			"required": []any{"options"},
-		}}},
+		Tools:      []llm.Tool{discoveryToolDef(offered)},
 		ToolChoice: discoveryTool, MaxTokens: 800, Temperature: &temp, NoReasoning: true,
 	})
 	if err != nil {
@@ -84,7 +140,11 @@ func (t *TaskDiscoverer) Discover(ctx context.Context, pc PlannerContext) execut
 	var opts []executor.Option
 	for _, o := range args.Options {
 		o.Title = strings.TrimSpace(o.Title)
-		if o.Title == "" || (o.Kind != executor.KindReply && o.Kind != executor.KindSpawn) {
+		if o.Title == "" {
+			continue
+		}
+		if reason := checkOption(&o, offered); reason != "" {
+			log.Info("sentinel: discovery option dropped", "title", o.Title, "kind", o.Kind, "tool", o.Tool, "reason", reason)
 			continue
 		}
 		opts = append(opts, o)

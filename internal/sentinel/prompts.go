@@ -2,6 +2,7 @@ package sentinel
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 	"time"
 
@@ -163,8 +164,83 @@ func RenderContext(pc PlannerContext) string {
 	section(&b, "Recent behaviour", pc.BehaviorsRecent)
 	section(&b, "Long-term memory (MEMORY.md)", pc.MemoryMD)
 	section(&b, "Recent history (tail of HISTORY.md)", pc.HistoryMDRecent)
-	b.WriteString("\nDecide now by calling planner_decision once.\n")
+	b.WriteString(plannerCallLine)
 	return b.String()
+}
+
+const plannerCallLine = "\nDecide now by calling planner_decision once.\n"
+
+// renderDiscoveryContext is the planner's context, asking for the
+// discoverer's tool instead of the planner's.
+func renderDiscoveryContext(pc PlannerContext) string {
+	return strings.TrimSuffix(RenderContext(pc), plannerCallLine) + "\nPropose the menu by calling " + discoveryTool + " once.\n"
+}
+
+// discoverySystemPrompt is the task discoverer's identity; the tool kind
+// is described only when there are tools to run, so the model does not
+// invent them.
+func discoverySystemPrompt(maxOpt int, offered []ToolInfo) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "You are Raven's task discoverer. From the owner's memory and recent history, propose at most %d concrete things Raven could do for them today. ", maxOpt)
+	if len(offered) == 0 {
+		b.WriteString("Each option is a reply (a short piece of information to send) or a spawn (a self-contained background task). Propose nothing rather than filler.")
+		return b.String()
+	}
+	b.WriteString("Each option is a reply (a short piece of information to send), a spawn (a self-contained background task) or a tool (one of the tools below, run once with the JSON object args when the owner picks it; its output is the answer). Propose nothing rather than filler.\n\nTools:\n")
+	for _, t := range offered {
+		fmt.Fprintf(&b, "- %s", t.Name)
+		if props, ok := t.Parameters["properties"].(map[string]any); ok && len(props) > 0 {
+			names := make([]string, 0, len(props))
+			for k := range props {
+				names = append(names, k)
+			}
+			sort.Strings(names)
+			fmt.Fprintf(&b, "(%s)", strings.Join(names, ", "))
+		}
+		if d := oneLine(firstLine(t.Description), 160); d != "" {
+			fmt.Fprintf(&b, ": %s", d)
+		}
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+// discoveryToolDef is the propose_tasks tool; tool and args exist only
+// when tools are offered, the tool name restricted to them.
+func discoveryToolDef(offered []ToolInfo) llm.Tool {
+	kinds := []any{"reply", "spawn"}
+	option := map[string]any{
+		"title": map[string]any{"type": "string"}, "reason": map[string]any{"type": "string"},
+		"reply": map[string]any{"type": "string"}, "task": map[string]any{"type": "string"},
+	}
+	if len(offered) > 0 {
+		kinds = append(kinds, "tool")
+		names := make([]any, len(offered))
+		for i, t := range offered {
+			names[i] = t.Name
+		}
+		option["tool"] = map[string]any{"type": "string", "enum": names, "description": "for kind tool: the tool to run"}
+		option["args"] = map[string]any{"type": "object", "description": "for kind tool: the tool's arguments"}
+	}
+	option["kind"] = map[string]any{"type": "string", "enum": kinds}
+	return llm.Tool{Name: discoveryTool, Description: "Propose today's task menu.", Parameters: map[string]any{
+		"type": "object",
+		"properties": map[string]any{
+			"title": map[string]any{"type": "string"},
+			"options": map[string]any{"type": "array", "items": map[string]any{
+				"type": "object", "properties": option, "required": []any{"title", "kind"},
+			}},
+		},
+		"required": []any{"options"},
+	}}
 }
 
 func section(b *strings.Builder, title, body string) {

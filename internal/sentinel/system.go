@@ -54,6 +54,11 @@ type SystemOptions struct {
 	Tools    executor.ToolRunner
 	Routines func(history string) []Routine // nil: the built-in learner (sentinel.routines)
 	Calendar func(now time.Time) []CalendarEntry
+
+	// ToolNames lists the tools task discovery may offer to run (see
+	// ToolInfosFrom); used only with Tools.
+	ToolNames func() []ToolInfo
+
 	// PlanSlots overrides the daily-plan producer (sentinel.plan) with a
 	// fixed plan.
 	PlanSlots func(day time.Time) []PlanSlot
@@ -229,6 +234,10 @@ func NewSystem(o SystemOptions) (*System, error) {
 	var discover func(context.Context, PlannerContext) executor.Result
 	if o.Provider != nil {
 		s.Discoverer = &TaskDiscoverer{Provider: o.Provider, Model: o.Model, Store: s.Pending, Dispatcher: s.Dispatcher, MaxOptions: cfg.DiscoveryOptions, Logger: log}
+		if o.Tools != nil {
+			// A tool nobody can run is never offered.
+			s.Discoverer.ToolNames = o.ToolNames
+		}
 		discover = s.Discoverer.Discover
 	}
 	s.Runner, err = NewRunner(RunnerOptions{

@@ -386,7 +386,8 @@ func cutUint(b []byte) (uint64, []byte, bool) {
 		v = v*10 + uint64(b[n]-'0')
 		n++
 	}
-	return v, b[n:], n > 0
+	// JSON has no leading zeros: "01" is left to encoding/json to refuse.
+	return v, b[n:], n > 0 && !(n > 1 && b[0] == '0')
 }
 
 func (s *Store) corruptLocked(cause error) error {

@@ -131,6 +131,13 @@ func RenderMenu(pd PendingDecision) string {
 // ErrNoPendingDecision is returned for an unknown or no longer active decision.
 var ErrNoPendingDecision = errors.New("executor: no such active pending decision")
 
+// Refusals of pending_decisions.json: a corrupt file has been moved aside,
+// a newer one is left untouched.
+var (
+	ErrPendingCorrupt = errors.New("executor: pending decisions file is corrupt")
+	ErrPendingNewer   = errors.New("executor: pending decisions file written by a newer raven")
+)
+
 // Pending decision defaults.
 const (
 	DefaultPendingTTL = 12 * time.Hour
@@ -209,12 +216,12 @@ func (s *PendingDecisionStore) load(now time.Time) (pendingFile, error) {
 	if err := json.Unmarshal(data, &f); err != nil {
 		moved, merr := statefile.MoveAside(s.path, now)
 		if merr != nil {
-			return f, fmt.Errorf("executor: %s is corrupt (%v) and could not be moved aside: %w", s.path, err, merr)
+			return f, fmt.Errorf("%w: %s (%v) could not be moved aside: %w", ErrPendingCorrupt, s.path, err, merr)
 		}
-		return pendingFile{}, fmt.Errorf("executor: %s was corrupt (%v); moved aside to %s", s.path, err, moved)
+		return pendingFile{}, fmt.Errorf("%w: %s (%v); moved aside to %s", ErrPendingCorrupt, s.path, err, moved)
 	}
 	if f.Version > pendingVersion {
-		return f, fmt.Errorf("executor: %s has version %d, this raven supports %d", s.path, f.Version, pendingVersion)
+		return f, fmt.Errorf("%w: %s has version %d, this raven supports %d", ErrPendingNewer, s.path, f.Version, pendingVersion)
 	}
 	return f, nil
 }
