@@ -35,7 +35,12 @@ func (r *Runtime) buildSentinel(_ context.Context, _ Options) error {
 		RunAgent: func(ctx context.Context, task string, done executor.SpawnDone) error {
 			return r.subagents.Run(ctx, task, done)
 		},
-		Tools:       r.runPickedTool,
+		Tools: r.runPickedTool,
+		// A menu shows "(runs NAME)", not the arguments, so picking it is no
+		// consent to side effects: only tools that read are offered.
+		ToolNames: func() []sentinel.ToolInfo {
+			return sentinel.ToolInfosFrom(r.toolReg.Defs(), menuToolsExcluded()...)
+		},
 		OnDelivered: r.rememberNudge,
 		OnTick: func(rec sentinel.TickRecord) {
 			r.emit("sentinel.tick", rec.Target, rec)
@@ -175,4 +180,11 @@ func (r *Runtime) recordCronFire(ctx context.Context, topic, content string) err
 	}
 	id := fmt.Sprintf("cron-%s-%d", topic, r.clk.Now().UnixNano())
 	return sys.Feedback.RecordDispatched(ctx, feedback.Record{NudgeID: id, Topic: topic, Action: "cron", Source: feedback.SourceCron})
+}
+
+// menuToolsExcluded are the tools a discovery menu never offers: those
+// that write, run commands, speak to the owner or schedule on their own.
+func menuToolsExcluded() []string {
+	return []string{"ask_user", "conversation_question", "spawn", "message", "exec",
+		"write_file", "edit_file", "cron", feedback.ToolName}
 }

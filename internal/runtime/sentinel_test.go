@@ -160,3 +160,27 @@ func TestSentinelInjectSettledByDelivery(t *testing.T) {
 		t.Fatalf("delivered inject still queued: %+v", p)
 	}
 }
+
+// A discovery menu may offer to run only tools that read: a pick shows
+// the tool's name, not its arguments, so it is no consent to side effects.
+func TestMenuOffersOnlyReadingTools(t *testing.T) {
+	rt, _ := newApp(t, true, llm.NewScripted(nil))
+	d := rt.Sentinel().Discoverer
+	if d == nil || d.ToolNames == nil {
+		t.Fatal("the runtime's discoverer is offered no tools")
+	}
+	offered := map[string]bool{}
+	for _, ti := range d.ToolNames() {
+		offered[ti.Name] = true
+	}
+	for _, name := range []string{"read_file", "list_dir"} {
+		if !offered[name] {
+			t.Errorf("%s not offered (offered %v)", name, offered)
+		}
+	}
+	for _, name := range menuToolsExcluded() {
+		if offered[name] {
+			t.Errorf("%s offered to a menu", name)
+		}
+	}
+}
