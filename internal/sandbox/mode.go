@@ -70,9 +70,9 @@ func (m Mode) Available() bool { return m.Kind == KindLandlock }
 func (m Mode) ConfinesTCP() bool { return m.Available() && m.ABI >= abiTCP }
 
 // ConfinesNetwork reports whether network-off holds for every socket family
-// a command could reach the network with: Landlock for TCP (and UDP from
-// ABI 10), plus the seccomp filter the supervisor installs for the rest.
-func (m Mode) ConfinesNetwork() bool { return m.ConfinesTCP() && seccompSupported() }
+// a command could reach the network with: the seccomp filter refuses inet,
+// inet6 and packet sockets and io_uring; Landlock adds TCP from ABI 4.
+func (m Mode) ConfinesNetwork() bool { return m.Available() && seccompSupported() }
 
 // String is the one-line form doctor prints, e.g.
 // "landlock-v7 (fs, tcp, udp via seccomp, scoped signals)".
@@ -90,7 +90,7 @@ func (m Mode) String() string {
 		s += ", network NOT confined by landlock"
 	}
 	if m.ConfinesNetwork() {
-		s += ", other sockets via seccomp"
+		s += ", all inet sockets via seccomp"
 	} else {
 		s += ", network not confined: needs approval"
 	}

@@ -68,7 +68,11 @@ type Command struct {
 	// Network lets the command use the network.
 	Network bool
 	// ReadWrite adds approved hierarchies outside the workspace.
-	ReadWrite      []string
+	ReadWrite []string
+	// Unconfined skips Landlock and seccomp (the owner approved running
+	// without a sandbox where none exists). The environment is still
+	// scrubbed and every process still ends with the command.
+	Unconfined     bool
 	Stdout, Stderr io.Writer
 }
 
@@ -113,9 +117,6 @@ func New(o Options) (*Runner, error) {
 		o.Exe, o.ExeArgs = exe, []string{SupervisorCommand}
 	}
 	r := &Runner{mode: mode, o: o}
-	if !mode.Available() {
-		return r, fmt.Errorf("%w: %s", ErrUnavailable, mode)
-	}
 	var err error
 	if r.workspace, err = canonical(o.Workspace); err != nil {
 		return nil, fmt.Errorf("%w: workspace: %v", ErrPolicy, err)
@@ -134,6 +135,11 @@ func New(o Options) (*Runner, error) {
 		if err := r.checkGrant(p); err != nil {
 			return nil, err
 		}
+	}
+	if !mode.Available() {
+		// The runner is still returned: it can run a command the owner
+		// approved to run unconfined (Command.Unconfined).
+		return r, fmt.Errorf("%w: %s", ErrUnavailable, mode)
 	}
 	return r, nil
 }
@@ -168,7 +174,7 @@ func (r *Runner) checkGrant(p string) error {
 // A non-zero exit is a Result, not an error; errors mean the command could
 // not be run confined (and then it did not run).
 func (r *Runner) Run(ctx context.Context, c Command) (Result, error) {
-	if !r.mode.Available() {
+	if !r.mode.Available() && !c.Unconfined {
 		return Result{}, fmt.Errorf("%w: %s", ErrUnavailable, r.mode)
 	}
 	if c.Timeout <= 0 {
@@ -203,7 +209,7 @@ func (r *Runner) Run(ctx context.Context, c Command) (Result, error) {
 	sp := spec{
 		Command: c.Command, Dir: dir, Env: env,
 		ReadWrite: append(rw, tmp), ReadOnly: r.system, Devices: devicePaths,
-		Network: c.Network, Timeout: c.Timeout,
+		Network: c.Network, Timeout: c.Timeout, Unconfined: c.Unconfined,
 	}
 	return r.supervise(ctx, sp, c.Stdout, c.Stderr)
 }

@@ -21,9 +21,11 @@ type spec struct {
 	ReadWrite []string `json:"rw"`
 	ReadOnly  []string `json:"ro"`
 	// Devices are device files opened read-write (/dev/null and friends).
-	Devices []string      `json:"dev"`
-	Network bool          `json:"network"`
-	Timeout time.Duration `json:"timeout"`
+	Devices []string `json:"dev"`
+	Network bool     `json:"network"`
+	// Unconfined skips confinement (approved where no sandbox exists).
+	Unconfined bool          `json:"unconfined,omitempty"`
+	Timeout    time.Duration `json:"timeout"`
 }
 
 // status is the supervisor's report, written once to the status pipe.
