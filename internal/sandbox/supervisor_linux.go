@@ -205,14 +205,22 @@ func reapAll() int {
 	killed := make(map[int]bool)
 	self := os.Getpid()
 	for {
+		var ws syscall.WaitStatus
+		// Reap what has already exited; ECHILD means nothing is left,
+		// which spares the /proc scan in the common case.
+		pid, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil)
+		if errors.Is(err, syscall.ECHILD) {
+			return len(killed)
+		}
+		if pid > 0 {
+			continue
+		}
 		for _, pid := range childrenOf(self) {
 			if !killed[pid] && syscall.Kill(pid, syscall.SIGKILL) == nil {
 				killed[pid] = true
 			}
 		}
-		var ws syscall.WaitStatus
-		_, err := syscall.Wait4(-1, &ws, 0, nil)
-		if errors.Is(err, syscall.ECHILD) {
+		if _, err := syscall.Wait4(-1, &ws, 0, nil); errors.Is(err, syscall.ECHILD) {
 			return len(killed)
 		}
 	}
