@@ -98,7 +98,7 @@ func (m Mode) String() string {
 		s += ", scoped signals"
 	}
 	if m.ABI < abiUnixPath {
-		s += "; unix sockets by path not confined"
+		s += ", unix sockets refused via seccomp"
 	}
 	return s + ")"
 }

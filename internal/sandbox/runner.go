@@ -209,7 +209,7 @@ func (r *Runner) Run(ctx context.Context, c Command) (Result, error) {
 	sp := spec{
 		Command: c.Command, Dir: dir, Env: env,
 		ReadWrite: append(rw, tmp), ReadOnly: r.system, Devices: devicePaths,
-		Network: c.Network, Timeout: c.Timeout, Unconfined: c.Unconfined,
+		Network: c.Network, ABI: r.mode.ABI, Timeout: c.Timeout, Unconfined: c.Unconfined,
 	}
 	return r.supervise(ctx, sp, c.Stdout, c.Stderr)
 }

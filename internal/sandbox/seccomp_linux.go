@@ -29,26 +29,26 @@ func bpfJump(code uint16, k uint32, jt, jf uint8) unix.SockFilter {
 	return unix.SockFilter{Code: code, Jt: jt, Jf: jf, K: k}
 }
 
-// networkFilter refuses creating inet, inet6 and packet sockets with
-// EACCES, refuses io_uring, and refuses any other syscall ABI (x32, i386
-// through int 0x80, where socketcall would slip past the number check).
-func networkFilter() []unix.SockFilter {
+// socketFilter refuses creating sockets of the families fams with EACCES,
+// refuses io_uring, and refuses any other syscall ABI (x32, i386 through
+// int 0x80, where socketcall would slip past the number check).
+func socketFilter(fams []uint32) []unix.SockFilter {
 	const (
-		ld    = unix.BPF_LD | unix.BPF_W | unix.BPF_ABS
-		jeq   = unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K
-		jge   = unix.BPF_JMP | unix.BPF_JGE | unix.BPF_K
-		ret   = unix.BPF_RET | unix.BPF_K
-		deny  = unix.SECCOMP_RET_ERRNO | uint32(unix.EACCES)
-		nosys = unix.SECCOMP_RET_ERRNO | uint32(unix.ENOSYS)
+		ld     = unix.BPF_LD | unix.BPF_W | unix.BPF_ABS
+		jeq    = unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K
+		jge    = unix.BPF_JMP | unix.BPF_JGE | unix.BPF_K
+		ret    = unix.BPF_RET | unix.BPF_K
+		refuse = unix.SECCOMP_RET_ERRNO | uint32(unix.EACCES)
+		nosys  = unix.SECCOMP_RET_ERRNO | uint32(unix.ENOSYS)
 	)
 	f := []unix.SockFilter{
 		bpfStmt(ld, offArch),
 		bpfJump(jeq, auditArch, 1, 0),
-		bpfStmt(ret, deny),
+		bpfStmt(ret, refuse),
 		bpfStmt(ld, offNr),
 	}
 	if x32Bit != 0 {
-		f = append(f, bpfJump(jge, x32Bit, 0, 1), bpfStmt(ret, deny))
+		f = append(f, bpfJump(jge, x32Bit, 0, 1), bpfStmt(ret, refuse))
 	}
 	f = append(f,
 		bpfJump(jeq, unix.SYS_IO_URING_SETUP, 0, 1),
@@ -56,22 +56,38 @@ func networkFilter() []unix.SockFilter {
 		bpfJump(jeq, unix.SYS_SOCKET, 1, 0),
 		bpfStmt(ret, unix.SECCOMP_RET_ALLOW),
 		bpfStmt(ld, offArg0),
-		bpfJump(jeq, unix.AF_INET, 3, 0),
-		bpfJump(jeq, unix.AF_INET6, 2, 0),
-		bpfJump(jeq, unix.AF_PACKET, 1, 0),
+	)
+	for i, fam := range fams {
+		// Jump to the final deny past the remaining checks and the allow.
+		f = append(f, bpfJump(jeq, fam, uint8(len(fams)-i), 0))
+	}
+	f = append(f,
 		bpfStmt(ret, unix.SECCOMP_RET_ALLOW),
-		bpfStmt(ret, deny),
+		bpfStmt(ret, refuse),
 	)
 	return f
 }
 
-// installNetworkFilter applies the filter to the calling thread, which must
-// be locked and already have no_new_privs set.
-func installNetworkFilter() error {
-	f := networkFilter()
+// installSocketFilter applies the filter to the calling thread, which must
+// be locked and already have no_new_privs set. Inet sockets are refused
+// with the network off; unix sockets where Landlock cannot confine them by
+// path (ABI < 9), or a command could reach the gateway's control socket or
+// a docker socket outside the sandbox.
+func installSocketFilter(network, unixByPath bool) error {
+	var fams []uint32
+	if !network {
+		fams = append(fams, unix.AF_INET, unix.AF_INET6, unix.AF_PACKET)
+	}
+	if !unixByPath {
+		fams = append(fams, unix.AF_UNIX)
+	}
+	if len(fams) == 0 {
+		return nil
+	}
+	f := socketFilter(fams)
 	prog := unix.SockFprog{Len: uint16(len(f)), Filter: &f[0]}
 	if err := unix.Prctl(unix.PR_SET_SECCOMP, unix.SECCOMP_MODE_FILTER, uintptr(unsafe.Pointer(&prog)), 0, 0); err != nil {
-		return fmt.Errorf("sandbox: seccomp network filter: %w", err)
+		return fmt.Errorf("sandbox: seccomp socket filter: %w", err)
 	}
 	return nil
 }

@@ -6,4 +6,6 @@ import "errors"
 
 func seccompSupported() bool { return false }
 
-func installNetworkFilter() error { return errors.New("sandbox: no seccomp filter for this platform") }
+func installSocketFilter(network, unixByPath bool) error {
+	return errors.New("sandbox: no seccomp filter for this platform")
+}

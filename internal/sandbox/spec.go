@@ -23,6 +23,8 @@ type spec struct {
 	// Devices are device files opened read-write (/dev/null and friends).
 	Devices []string `json:"dev"`
 	Network bool     `json:"network"`
+	// ABI is the Landlock ABI the runner detected.
+	ABI int `json:"abi"`
 	// Unconfined skips confinement (approved where no sandbox exists).
 	Unconfined bool          `json:"unconfined,omitempty"`
 	Timeout    time.Duration `json:"timeout"`

@@ -161,12 +161,7 @@ func confineThread(sp spec) error {
 	if err := ll.LandlockRestrictSelf(fd, flags); err != nil {
 		return fmt.Errorf("landlock restrict: %w", err)
 	}
-	if !sp.Network {
-		if err := installNetworkFilter(); err != nil {
-			return err
-		}
-	}
-	return nil
+	return installSocketFilter(sp.Network, sp.ABI >= abiUnixPath)
 }
 
 func rules(sp spec) []landlock.Rule {
