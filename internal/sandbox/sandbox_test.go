@@ -379,3 +379,34 @@ func TestUnavailableModeRefuses(t *testing.T) {
 		t.Fatalf("Run: %v", err)
 	}
 }
+
+// Where Landlock cannot confine unix sockets by path, they are refused, so
+// a command cannot reach the gateway's control socket (or a docker socket)
+// outside the sandbox.
+func TestUnixSocketOutsideUnreachable(t *testing.T) {
+	l := newLayout(t)
+	sock := filepath.Join(l.data, "raven.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan struct{}, 1)
+	go func() {
+		if c, err := ln.Accept(); err == nil {
+			c.Close()
+			accepted <- struct{}{}
+		}
+	}()
+	for _, network := range []bool{false, true} {
+		out, _ := l.run(t, Command{Command: "curl -sS -m 3 --unix-socket " + sock + " http://x/ ; echo rc=$?", Network: network})
+		if strings.Contains(out, "rc=0") || !strings.Contains(out, "rc=") {
+			t.Errorf("network=%v: %q", network, out)
+		}
+	}
+	select {
+	case <-accepted:
+		t.Fatal("the control socket accepted a sandboxed connection")
+	default:
+	}
+}
