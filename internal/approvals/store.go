@@ -258,8 +258,14 @@ func (s *Store) Wait(ctx context.Context, id string) (Request, error) {
 	wake := s.waiter(id)
 	defer s.dropWaiter(id)
 	for {
+		if ctx.Err() != nil {
+			return s.withdraw(ctx, id)
+		}
 		r, err := s.Get(ctx, id)
 		if err != nil {
+			if ctx.Err() != nil {
+				return s.withdraw(ctx, id)
+			}
 			return Request{}, err
 		}
 		now := s.clk.Now()
@@ -286,16 +292,26 @@ func (s *Store) Wait(ctx context.Context, id string) (Request, error) {
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			// The caller is gone, so even a decision that lands now
-			// must not run anything: withdraw the request.
-			_ = s.finish(context.WithoutCancel(ctx), r, StatusCanceled)
-			return r, fmt.Errorf("approvals: waiting for %s: %w", r.ID, ctx.Err())
+			return s.withdraw(ctx, id)
 		case <-wake:
 			t.Stop()
 			wake = s.waiter(id)
 		case <-t.C():
 		}
 	}
+}
+
+// withdraw cancels a pending request whose waiter is gone: even a decision
+// that lands now must not run anything.
+func (s *Store) withdraw(ctx context.Context, id string) (Request, error) {
+	bg := context.WithoutCancel(ctx)
+	r, err := s.Get(bg, id)
+	if err == nil {
+		if ferr := s.finish(bg, r, StatusCanceled); ferr == nil {
+			r.Status = StatusCanceled
+		}
+	}
+	return r, fmt.Errorf("approvals: waiting for %s: %w", id, ctx.Err())
 }
 
 // consume marks an allowed request used, so one approval runs the command
