@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -268,14 +269,14 @@ func TestTimeoutKillsEverything(t *testing.T) {
 func TestCancelKillsEverything(t *testing.T) {
 	l := newLayout(t)
 	ctx, cancel := context.WithCancel(context.Background())
-	var out bytes.Buffer
+	out := &lockedBuffer{}
 	done := make(chan Result, 1)
 	go func() {
-		res, _ := l.r.Run(ctx, Command{Command: "setsid sleep 300 & echo started; sleep 300", Stdout: &out, Timeout: time.Minute})
+		res, _ := l.r.Run(ctx, Command{Command: "setsid sleep 300 & echo started; sleep 300", Stdout: out, Timeout: time.Minute})
 		done <- res
 	}()
 	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(syncString(&out), "started") && time.Now().Before(deadline) {
+	for !strings.Contains(out.String(), "started") && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond) // polling a real child process
 	}
 	cancel()
@@ -289,7 +290,23 @@ func TestCancelKillsEverything(t *testing.T) {
 	}
 }
 
-func syncString(b *bytes.Buffer) string { return b.String() }
+// lockedBuffer is written by the runner's output copier while the test reads.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
 
 // With the network off, TCP and UDP to a loopback listener both fail; with
 // it on, the same commands get through (so the test proves the sandbox).
