@@ -21,7 +21,13 @@ func BenchmarkRunTrue(b *testing.B) {
 	data := filepath.Join(base, "data")
 	ws := filepath.Join(data, "workspace")
 	os.MkdirAll(ws, 0o700)
-	r, err := New(Options{Workspace: ws, DataDir: data})
+	o := Options{Workspace: ws, DataDir: data}
+	// RAVEN_BENCH_EXE measures a built raven binary as the supervisor
+	// instead of this test binary.
+	if exe := os.Getenv("RAVEN_BENCH_EXE"); exe != "" {
+		o.Exe, o.ExeArgs = exe, []string{SupervisorCommand}
+	}
+	r, err := New(o)
 	if err != nil {
 		b.Fatal(err)
 	}
