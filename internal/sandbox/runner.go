@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -238,8 +239,24 @@ func (r *Runner) supervise(ctx context.Context, sp spec, stdout, stderr io.Write
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	cmd.ExtraFiles = []*os.File{specR, statusW}
 	// A session of its own: no controlling terminal, and one group to kill.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
+	// If raven dies, the supervisor gets SIGTERM (not SIGKILL) so it still
+	// kills everything the command started before it exits.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGTERM}
+	// Pdeathsig follows the thread that forked, not the process: keep
+	// that thread alive, and ours, until the supervisor has been waited.
+	started := make(chan error, 1)
+	waited := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		waited <- cmd.Wait()
+	}()
+	if err := <-started; err != nil {
 		return Result{}, fmt.Errorf("%w: start supervisor: %v", ErrSetup, err)
 	}
 	specR.Close()
@@ -249,8 +266,6 @@ func (r *Runner) supervise(ctx context.Context, sp spec, stdout, stderr io.Write
 	_, werr := specW.Write(raw)
 	specW.Close()
 
-	waited := make(chan error, 1)
-	go func() { waited <- cmd.Wait() }()
 	var werrWait error
 	select {
 	case werrWait = <-waited:

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -426,4 +427,38 @@ func TestUnixSocketOutsideUnreachable(t *testing.T) {
 		t.Fatal("the control socket accepted a sandboxed connection")
 	default:
 	}
+}
+
+// kill -9 of the raven process mid-command still ends everything the
+// command started: the supervisor gets SIGTERM as its parent-death signal.
+func TestRavenKilledMidCommand(t *testing.T) {
+	l := newLayout(t)
+	cmd := exec.Command(os.Args[0], l.data, "setsid sleep 300 & echo $! > pid; sleep 300")
+	cmd.Env = append(os.Environ(), runnerEnv+"="+l.ws)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pidFile := filepath.Join(l.ws, "pid")
+	deadline := time.Now().Add(10 * time.Second)
+	var pid int
+	for time.Now().Before(deadline) && pid == 0 {
+		b, _ := os.ReadFile(pidFile)
+		pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+		time.Sleep(5 * time.Millisecond) // polling a real child process
+	}
+	if pid <= 1 {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatal("command did not start")
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	for time.Now().Before(deadline) {
+		if errors.Is(syscall.Kill(pid, 0), syscall.ESRCH) {
+			return
+		}
+		time.Sleep(5 * time.Millisecond) // polling a real child process
+	}
+	syscall.Kill(pid, syscall.SIGKILL)
+	t.Fatalf("sleep %d outlived a killed raven", pid)
 }
