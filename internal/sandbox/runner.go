@@ -117,6 +117,9 @@ func New(o Options) (*Runner, error) {
 		}
 		o.Exe, o.ExeArgs = exe, []string{SupervisorCommand}
 	}
+	if os.Getenv(supervisorMarker) != "" {
+		return nil, fmt.Errorf("%w: already inside a sandbox supervisor (is the supervisor entry missing from this binary?)", ErrSetup)
+	}
 	r := &Runner{mode: mode, o: o}
 	var err error
 	if r.workspace, err = canonical(o.Workspace); err != nil {
@@ -234,7 +237,10 @@ func (r *Runner) supervise(ctx context.Context, sp spec, stdout, stderr io.Write
 	defer statusW.Close()
 
 	cmd := exec.Command(r.o.Exe, r.o.ExeArgs...)
-	cmd.Env = sp.Env
+	// The marker reaches the supervisor only, never the command: a binary
+	// re-executed without a supervisor entry (a test binary lacking the
+	// TestMain hook) then cannot start sandboxes of its own recursively.
+	cmd.Env = append(append([]string{}, sp.Env...), supervisorMarker+"=1")
 	cmd.Dir = sp.Dir
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	cmd.ExtraFiles = []*os.File{specR, statusW}

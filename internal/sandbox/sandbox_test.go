@@ -191,8 +191,8 @@ func TestEnvironmentScrubbed(t *testing.T) {
 	}
 	l := newLayout(t, parent...)
 	out, _ := l.run(t, Command{Command: "env"})
-	if strings.Contains(out, "SECRET") {
-		t.Fatalf("env leaked a secret:\n%s", out)
+	if strings.Contains(out, "SECRET") || strings.Contains(out, supervisorMarker) {
+		t.Fatalf("env leaked:\n%s", out)
 	}
 	for _, want := range []string{"PATH=/usr/bin:/bin", "LANG=C.UTF-8"} {
 		if !strings.Contains(out, want) {
@@ -461,4 +461,13 @@ func TestRavenKilledMidCommand(t *testing.T) {
 	}
 	syscall.Kill(pid, syscall.SIGKILL)
 	t.Fatalf("sleep %d outlived a killed raven", pid)
+}
+
+// A binary re-executed as supervisor without the entry point (a test binary
+// missing the TestMain hook) cannot nest sandboxes recursively.
+func TestNoNestedRunner(t *testing.T) {
+	t.Setenv(supervisorMarker, "1")
+	if _, err := New(Options{Workspace: t.TempDir(), DataDir: t.TempDir()}); !errors.Is(err, ErrSetup) {
+		t.Fatalf("nested New: %v", err)
+	}
 }

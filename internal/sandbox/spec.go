@@ -10,6 +10,10 @@ const (
 	maxSpecBytes = 1 << 20
 )
 
+// supervisorMarker is set in the supervisor's environment (not the
+// command's) so sandbox.New refuses to nest.
+const supervisorMarker = "RAVEN_SANDBOX_SUPERVISOR"
+
 // spec is what the supervisor is told to run and under which rules. It
 // travels over a pipe, never argv or the environment, so it stays out of
 // /proc/PID/cmdline.
