@@ -17,6 +17,7 @@ import (
 
 	"github.com/raven-agent/raven/internal/chat"
 	"github.com/raven-agent/raven/internal/controlapi"
+	"github.com/raven-agent/raven/internal/sandbox"
 )
 
 // childEnv, when set, makes the test binary run as `raven` itself, so tests
@@ -24,6 +25,9 @@ import (
 const childEnv = "RAVEN_CMD_TEST_CHILD"
 
 func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == sandbox.SupervisorCommand {
+		os.Exit(sandbox.Supervise()) // the exec sandbox re-executes this binary
+	}
 	if os.Getenv(childEnv) == "1" {
 		main()
 		return

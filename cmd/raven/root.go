@@ -37,6 +37,8 @@ func newRootCmd() *cobra.Command {
 		newConversationsCmd(g), newCronCmd(g), newHeartbeatCmd(g), newSentinelCmd(g), newNudgesCmd(g), newAuthCmd(g), newDemoCmd(g),
 		newInboxCmd(g),
 	)
+	root.AddCommand(newApprovalsCmd(g))
+	root.AddCommand(newSandboxExecCmd())
 	return root
 }
 

@@ -169,12 +169,16 @@ func TestMessageAndSpawnUseTurn(t *testing.T) {
 }
 
 func TestExecZeroOptionsTakeDefaults(t *testing.T) {
-	e, err := NewExec(nil, 0, 0, nil)
+	ws, err := NewWorkspace(filepath.Join(t.TempDir(), "workspace"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e.Timeout != DefaultExecTimeout || e.MaxOutput != DefaultExecMaxOutput {
-		t.Fatalf("timeout %v max %d", e.Timeout, e.MaxOutput)
+	e, err := NewExec(ws, 0, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.o.Timeout != DefaultExecTimeout || e.o.MaxOutput != DefaultExecMaxOutput {
+		t.Fatalf("timeout %v max %d", e.o.Timeout, e.o.MaxOutput)
 	}
 	d := DefaultExecConfig()
 	if d.Timeout.D() != DefaultExecTimeout || d.MaxOutput != DefaultExecMaxOutput || !d.Enabled || d.Validate() != nil {

@@ -1,0 +1,11 @@
+//go:build linux
+
+package sandbox
+
+import "golang.org/x/sys/unix"
+
+const (
+	auditArch = unix.AUDIT_ARCH_X86_64
+	// x32Bit marks x32 syscall numbers, which share the x86_64 arch value.
+	x32Bit = 0x40000000
+)
