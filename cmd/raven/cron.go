@@ -263,7 +263,7 @@ func newCronRunCmd(g *globals) *cobra.Command {
 					return err
 				}
 			} else if ferr == nil {
-				fmt.Fprintf(cmd.OutOrStdout(), "fired %s: %s\n", id, run.Outcome)
+				fmt.Fprintf(cmd.OutOrStdout(), "fired %s: %s%s\n", id, run.Outcome, skippedWhy(run.Outcome, env.cfg.Model))
 			}
 			return ferr
 		},
@@ -374,6 +374,18 @@ func newCronServeCmd(g *globals) *cobra.Command {
 	}
 	cmd.Flags().StringSliceVar(&channels, "channels", nil, "only fire jobs delivering to these channels")
 	return cmd
+}
+
+// skippedWhy says why a fire here was skipped: `cron run` runs no model,
+// whether or not one is configured, and only a silent job needs one.
+func skippedWhy(outcome cron.Status, model string) string {
+	if outcome != cron.StatusSkipped {
+		return ""
+	}
+	if model == "" {
+		return " (a silent job runs a model turn, and no model is configured)"
+	}
+	return fmt.Sprintf(" (a silent job runs a model turn; raven cron run runs none — start raven gateway, which runs it with %s)", model)
 }
 
 // errGatewayRunsCron refuses `raven cron serve` beside a gateway.

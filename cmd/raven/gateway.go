@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"time"
 
@@ -49,6 +50,30 @@ One gateway per data dir; raven chat may run beside it.`,
 			if err != nil {
 				return err
 			}
+			notRunning := func() error {
+				if asJSON || g.json {
+					if err := printJSON(cmd.OutOrStdout(), map[string]any{"running": false}); err != nil {
+						return err
+					}
+				} else {
+					fmt.Fprintln(cmd.OutOrStdout(), "gateway: not running")
+				}
+				// 3 whatever the format: scripts test the exit code, and
+				// --json must not turn "not running" into success.
+				return &exitError{code: exitNotRunning, err: errGatewayNotRunning}
+			}
+			// No lock file: no gateway ever ran here; asking the lock would
+			// create the data dir, which a status query must not.
+			if _, err := os.Stat(p.GatewayLock()); errors.Is(err, fs.ErrNotExist) {
+				return notRunning()
+			}
+			running, _, err := gateway.Running(p)
+			if err != nil {
+				return err
+			}
+			if !running {
+				return notRunning()
+			}
 			tok, err := auth.ReadTokenFile(p.OperatorToken())
 			if err != nil {
 				return fmt.Errorf("gateway status: %w (run raven onboard)", err)
@@ -57,11 +82,7 @@ One gateway per data dir; raven chat may run beside it.`,
 			defer cancel()
 			c, err := controlapi.Dial(ctx, p.Socket(), tok)
 			if err != nil {
-				if asJSON {
-					return printJSON(cmd.OutOrStdout(), map[string]any{"running": false})
-				}
-				fmt.Fprintln(cmd.OutOrStdout(), "gateway: not running")
-				return &exitError{code: 3, err: errors.New("gateway is not running")}
+				return fmt.Errorf("gateway status: a gateway holds %s but its control socket does not answer: %w", p.Root, err)
 			}
 			defer c.Close()
 			var st struct {
@@ -92,6 +113,13 @@ One gateway per data dir; raven chat may run beside it.`,
 	cmd.AddCommand(status)
 	return cmd
 }
+
+// exitNotRunning is `raven gateway status`'s exit code when no gateway runs
+// on the data dir (the LSB "not running" status code).
+const exitNotRunning = 3
+
+// errGatewayNotRunning is `raven gateway status`'s error when none runs.
+var errGatewayNotRunning = errors.New("gateway is not running")
 
 func onOff(b bool) string {
 	if b {
