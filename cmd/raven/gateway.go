@@ -12,6 +12,7 @@ import (
 
 	"github.com/raven-agent/raven/internal/auth"
 	"github.com/raven-agent/raven/internal/controlapi"
+	"github.com/raven-agent/raven/internal/controlapi/api"
 	"github.com/raven-agent/raven/internal/gateway"
 	"github.com/raven-agent/raven/internal/runtime"
 )
@@ -85,19 +86,21 @@ One gateway per data dir; raven chat may run beside it.`,
 				return fmt.Errorf("gateway status: a gateway holds %s but its control socket does not answer: %w", p.Root, err)
 			}
 			defer c.Close()
-			var st struct {
-				controlapi.StatusResult
-				Gateway gateway.Status `json:"gateway"`
-				Running bool           `json:"running"`
-			}
-			if err := c.Call(ctx, "gateway.status", nil, &st); err != nil {
+			res, err := controlapi.Invoke(ctx, c, api.GatewayStatus, api.Empty{})
+			if err != nil {
 				return err
 			}
-			st.Running = true
-			if asJSON {
+			if res.Gateway == nil {
+				return fmt.Errorf("gateway status: the server at %s is not a Raven gateway (no gateway part in its status)", p.Socket())
+			}
+			st := struct {
+				api.StatusResult
+				Running bool `json:"running"`
+			}{res, true}
+			if asJSON || g.json {
 				return printJSON(cmd.OutOrStdout(), st)
 			}
-			w, gs := cmd.OutOrStdout(), st.Gateway
+			w, gs := cmd.OutOrStdout(), *st.Gateway
 			fmt.Fprintf(w, "gateway: running (pid %d, version %s, up %s)\n", st.PID, st.Version, (time.Duration(st.UptimeS) * time.Second).String())
 			fmt.Fprintf(w, "  model:      %s (planner %s)\n", gs.Model, gs.PlannerModel)
 			fmt.Fprintf(w, "  channels:   %v (forward %v)\n", gs.Channels, gs.Forward)

@@ -12,14 +12,15 @@ import (
 	"time"
 
 	"github.com/raven-agent/raven/internal/auth"
+	"github.com/raven-agent/raven/internal/controlapi/api"
 )
 
 const (
-	methodHello = "auth.hello"
+	methodHello = string(api.Hello)
 	// NotifyClosing is the last notification a dropped connection gets,
 	// with params {"reason": ...}: slow_consumer, frame_too_large,
 	// hello_timeout, auth_failures, shutdown.
-	NotifyClosing = "connection.closing"
+	NotifyClosing = string(api.NotifyClosing)
 	// maxHelloFailures closes a connection that keeps presenting bad tokens.
 	maxHelloFailures = 5
 	// closeGrace bounds the final flush of a closing connection.

@@ -4,7 +4,6 @@ package gateway
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -14,9 +13,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/raven-agent/raven/internal/auth"
 	"github.com/raven-agent/raven/internal/config"
 	"github.com/raven-agent/raven/internal/controlapi"
+	"github.com/raven-agent/raven/internal/controlapi/api"
 	"github.com/raven-agent/raven/internal/questions"
 	"github.com/raven-agent/raven/internal/runtime"
 	"github.com/raven-agent/raven/internal/statefile"
@@ -185,24 +184,25 @@ func (g *Gateway) wire(ctx context.Context, o DaemonOptions) error {
 	g.control.RegisterBuiltins(controlapi.Builtins{Leases: rt.Auth(), Events: rt.Events(), Version: o.Version, Status: g.status})
 
 	clarify := &questions.ClarifyHandler{Broker: rt.Broker(), Authority: rt.Authority()}
-	g.control.Handle("clarify.respond", controlapi.Control, func(ctx context.Context, c *controlapi.Call) (any, error) {
-		return rpcErr(clarify.ClarifyRespond(ctx, c.Principal, c.Params))
-	})
-	qs := rt.Questions()
-	for method, h := range map[string]func(context.Context, auth.Principal, json.RawMessage) (any, error){
-		"input_get": qs.InputGet, "input_answer": qs.InputAnswer, "input_cancel": qs.InputCancel,
-	} {
-		access := controlapi.Control
-		if method == "input_get" {
-			access = controlapi.Read
-		}
-		h := h
-		g.control.Handle(method, access, func(ctx context.Context, c *controlapi.Call) (any, error) {
-			return rpcErr(h(ctx, c.Principal, c.Params))
+	controlapi.Handle(g.control, api.ClarifyRespond, controlapi.Control,
+		func(ctx context.Context, c *controlapi.Call, in questions.ClarifyRespondParams) (questions.ClarifyRespondResult, error) {
+			return rpcErr(clarify.Respond(ctx, c.Principal, in))
 		})
-	}
-	g.control.Handle("chat.send", controlapi.Control, g.chatSend)
-	g.control.Handle("chat.attach", controlapi.Read, g.chatAttach)
+	qs := rt.Questions()
+	controlapi.Handle(g.control, api.InputGet, controlapi.Read,
+		func(ctx context.Context, c *controlapi.Call, in questions.GetParams) (questions.Snapshot, error) {
+			return rpcErr(qs.Get(ctx, c.Principal, in))
+		})
+	controlapi.Handle(g.control, api.InputAnswer, controlapi.Control,
+		func(ctx context.Context, c *controlapi.Call, in questions.AnswerParams) (questions.Receipt, error) {
+			return rpcErr(qs.Answer(ctx, c.Principal, in))
+		})
+	controlapi.Handle(g.control, api.InputCancel, controlapi.Control,
+		func(ctx context.Context, c *controlapi.Call, in questions.CancelParams) (questions.Receipt, error) {
+			return rpcErr(qs.Cancel(ctx, c.Principal, in))
+		})
+	controlapi.Handle(g.control, api.ChatSend, controlapi.Control, g.chatSend)
+	controlapi.Handle(g.control, api.ChatAttach, controlapi.Read, g.chatAttach)
 	return nil
 }
 

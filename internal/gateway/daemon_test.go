@@ -13,6 +13,7 @@ import (
 	"github.com/raven-agent/raven/internal/channels/telegramtest"
 	"github.com/raven-agent/raven/internal/config"
 	"github.com/raven-agent/raven/internal/controlapi"
+	"github.com/raven-agent/raven/internal/controlapi/api"
 	"github.com/raven-agent/raven/internal/llm"
 	"github.com/raven-agent/raven/internal/runtime"
 )
@@ -64,8 +65,8 @@ func TestStartShutdownLeavesNoGoroutine(t *testing.T) {
 	go func() { served <- g.Control().Serve(serveCtx, ln) }()
 
 	c := dialToken(t, sock, operatorToken(t, p.Root))
-	call(t, c, "chat.attach", map[string]any{"conversation": "tui:main"}, nil)
-	call(t, c, "chat.send", map[string]any{"conversation": "tui:main", "text": "hi"}, nil)
+	call(t, c, api.ChatAttach, api.ChatAttachParams{Conversation: "tui:main"})
+	call(t, c, api.ChatSend, api.ChatSendParams{Conversation: "tui:main", Text: "hi"})
 	if m := nextChatMessage(t, c); m.Content != "tui reply" {
 		t.Fatalf("chat.message %+v", m)
 	}

@@ -8,13 +8,14 @@ import (
 )
 
 // rpcErr maps the questions package's typed errors onto JSON-RPC errors.
-func rpcErr(v any, err error) (any, error) {
+func rpcErr[T any](v T, err error) (T, error) {
 	if err == nil {
 		return v, nil
 	}
+	var zero T
 	var qe *questions.Error
 	if !errors.As(err, &qe) {
-		return nil, err
+		return zero, err
 	}
 	msg := err.Error()
 	var re *controlapi.RPCError
@@ -33,7 +34,7 @@ func rpcErr(v any, err error) (any, error) {
 	// The JSON-RPC code is coarser than the questions code (expired and
 	// conflict share one); the data keeps the precise one for clients.
 	re.Data = QuestionErrorData{Code: qe.Code(), Reason: qe.Reason}
-	return nil, re
+	return zero, re
 }
 
 // QuestionErrorData is the data of a JSON-RPC error from the questions

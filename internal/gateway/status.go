@@ -3,29 +3,14 @@ package gateway
 import (
 	"context"
 	"time"
+
+	"github.com/raven-agent/raven/internal/controlapi/api"
 )
 
-// Status is the gateway's part of the gateway.status result: the values in
-// effect in the running gateway, not the file on disk.
-type Status struct {
-	DataDir         string   `json:"data_dir"`
-	Model           string   `json:"model"`
-	PlannerModel    string   `json:"planner_model"`
-	Channels        []string `json:"channels"`
-	Forward         []string `json:"forward"`
-	SentinelEnabled bool     `json:"sentinel_enabled"`
-	SentinelEvery   string   `json:"sentinel_interval"`
-	CronEnabled     bool     `json:"cron_enabled"`
-	HeartbeatOn     bool     `json:"heartbeat_enabled"`
-	HeartbeatEvery  string   `json:"heartbeat_interval"`
-	// Attached lists the conversations a TUI or chat is attached to.
-	Attached []string `json:"attached"`
-	// OutboxPending counts proactive messages waiting for an attach.
-	OutboxPending int  `json:"outbox_pending"`
-	UserBusy      bool `json:"user_busy"`
-}
+// Status is the gateway's part of the gateway.status result.
+type Status = api.GatewayState
 
-func (g *Gateway) status(ctx context.Context) (any, error) {
+func (g *Gateway) status(ctx context.Context) (api.GatewayState, error) {
 	rt := g.rt
 	cfg := rt.Config()
 	planner := cfg.Sentinel.PlannerModel
