@@ -4,13 +4,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
+	"log/slog"
 	"os"
+	"os/signal"
+	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/raven-agent/raven/internal/auth"
+	"github.com/raven-agent/raven/internal/config"
 	"github.com/raven-agent/raven/internal/controlapi"
 	"github.com/raven-agent/raven/internal/controlapi/api"
 	"github.com/raven-agent/raven/internal/gateway"
@@ -23,17 +29,46 @@ func newGatewayCmd(g *globals) *cobra.Command {
 		Short: "Run Raven's long-lived service: channels, agent, Sentinel, cron, heartbeat, control API",
 		Long: `Runs in the foreground until SIGINT/SIGTERM, then stops accepting work, lets running
 turns finish within gateway.shutdown_grace, cancels the rest and exits 0.
-One gateway per data dir; raven chat may run beside it.`,
+One gateway per data dir; raven chat may run beside it.
+
+config.json is watched (checked every 2s, and reloaded at once on SIGHUP). These keys
+apply live: channels.forward, heartbeat.interval, log.level. Any other changed key is
+logged and listed by raven gateway status as "restart needed for"; a file that does
+not load is refused (logged with its dotted key) and the config in effect stays.`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			p, cfg, err := g.loadConfig()
 			if err != nil {
 				return err
 			}
-			log := newLogger(os.Stderr, cfg)
+			// A LevelVar lets a reload change log.level in place.
+			level := new(slog.LevelVar)
+			log := newLoggerLevel(os.Stderr, cfg, level)
+			hup := make(chan os.Signal, 1)
+			signal.Notify(hup, syscall.SIGHUP)
+			defer signal.Stop(hup)
+			reload := make(chan struct{})
+			go func() {
+				for {
+					select {
+					case <-hup:
+						select {
+						case reload <- struct{}{}:
+						case <-cmd.Context().Done():
+							return
+						}
+					case <-cmd.Context().Done():
+						return
+					}
+				}
+			}()
 			err = gateway.Run(cmd.Context(), gateway.DaemonOptions{
-				Runtime: runtime.Options{Paths: p, Config: cfg, Logger: log},
+				Runtime: runtime.Options{Paths: p, Config: cfg, Logger: log, LogLevel: level},
 				Version: version,
+				Reload:  reload,
+				// --model wins over the file on every reload too, so it
+				// never reads as a change needing a restart.
+				Overlay: g.overlay,
 			})
 			if errors.Is(err, gateway.ErrAlreadyRunning) {
 				return &exitError{code: 1, err: err}
@@ -109,6 +144,13 @@ One gateway per data dir; raven chat may run beside it.`,
 			fmt.Fprintf(w, "  cron:       %s\n", onOff(gs.CronEnabled))
 			fmt.Fprintf(w, "  attached:   %v\n", gs.Attached)
 			fmt.Fprintf(w, "  outbox:     %d waiting\n", gs.OutboxPending)
+			fmt.Fprintf(w, "  log level:  %s\n", gs.LogLevel)
+			if len(gs.RestartNeeded) > 0 {
+				fmt.Fprintf(w, "restart needed for: %s\n", strings.Join(gs.RestartNeeded, ", "))
+			}
+			if gs.ConfigError != "" {
+				fmt.Fprintf(w, "config reload refused (the values above stay in effect): %s\n", gs.ConfigError)
+			}
 			return nil
 		},
 	}
@@ -123,6 +165,19 @@ const exitNotRunning = 3
 
 // errGatewayNotRunning is `raven gateway status`'s error when none runs.
 var errGatewayNotRunning = errors.New("gateway is not running")
+
+// newLoggerLevel is newLogger with its level held in level, so a config
+// reload can change it.
+func newLoggerLevel(w io.Writer, cfg config.Config, level *slog.LevelVar) *slog.Logger {
+	var lvl slog.Level
+	_ = lvl.UnmarshalText([]byte(strings.ToUpper(cfg.Log.Level)))
+	level.Set(lvl)
+	opts := &slog.HandlerOptions{Level: level}
+	if cfg.Log.Format == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
 
 func onOff(b bool) string {
 	if b {

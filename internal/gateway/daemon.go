@@ -34,6 +34,15 @@ type DaemonOptions struct {
 	Ready func(startup time.Duration)
 	// TelegramServerURL overrides the Bot API URL (tests).
 	TelegramServerURL string
+	// Reload, when set, reloads config.json at once on each receive (the
+	// entry point sends on SIGHUP). The file is also polled.
+	Reload <-chan struct{}
+	// ConfigPoll is how often config.json is checked for a change (default
+	// DefaultConfigPoll, on the runtime's clock).
+	ConfigPoll time.Duration
+	// Overlay re-applies the entry point's own overrides (--model) to each
+	// reloaded config, so they do not read as changes of the file.
+	Overlay func(*config.Config) error
 }
 
 // Gateway is the daemon on top of one runtime: the control API, the
@@ -44,6 +53,8 @@ type Gateway struct {
 	// attached are the chat.attach connections, so a repeat is a no-op.
 	attachMu sync.Mutex
 	attached map[attachKey]struct{}
+	// reload is what the last config reload left.
+	reload reloadState
 	// inbound ends the channels' receive loops (Telegram polling, the
 	// webhook listener) before the scheduler drains, so no message is
 	// acknowledged that could no longer be run.
@@ -160,6 +171,12 @@ func Start(ctx context.Context, o DaemonOptions) (*Gateway, error) {
 		rt.Close(context.Background())
 		return nil, err
 	}
+	g.reload.appliedAt = rt.Clock().Now()
+	poll := o.ConfigPoll
+	if poll <= 0 {
+		poll = DefaultConfigPoll
+	}
+	rt.Go("config watch", func(ctx context.Context) error { return g.watchConfig(ctx, poll, o.Reload, o.Overlay) })
 	return g, nil
 }
 
