@@ -32,9 +32,10 @@ turns finish within gateway.shutdown_grace, cancels the rest and exits 0.
 One gateway per data dir; raven chat may run beside it.
 
 config.json is watched (checked every 2s, and reloaded at once on SIGHUP). These keys
-apply live: channels.forward, heartbeat.interval, log.level. Any other changed key is
-logged and listed by raven gateway status as "restart needed for"; a file that does
-not load is refused (logged with its dotted key) and the config in effect stays.`,
+apply live: ` + strings.Join(runtime.LiveKeys(), ", ") + `.
+Any other changed key is logged and listed by raven gateway status as "restart needed
+for"; a file that does not load is refused (logged with its dotted key) and the config
+in effect stays.`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			p, cfg, err := g.loadConfig()

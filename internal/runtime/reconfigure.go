@@ -1,11 +1,14 @@
 package runtime
 
 import (
+	"fmt"
 	"log/slog"
 	"slices"
 	"strings"
 
 	"github.com/raven-agent/raven/internal/config"
+	"github.com/raven-agent/raven/internal/questions"
+	"github.com/raven-agent/raven/internal/tools"
 )
 
 // LiveKeys are the config keys a running runtime applies without a
@@ -15,11 +18,17 @@ import (
 //   - heartbeat.interval: the heartbeat's wait in progress ends and the next
 //     one is a new interval from the change.
 //   - log.level: through Options.LogLevel (when the entry point gives one).
+//   - tools.exec.* and tools.ask_user.timeout: the tool is registered anew
+//     (or removed) in the agent's registry; a turn already running keeps
+//     the tool it started with.
 //
 // Every other key is wired into a part at Build (the model, the listeners,
 // the Sentinel's policy and loop, cron's service, the tools, the agent) and
 // needs a restart.
-func LiveKeys() []string { return []string{"channels.forward", "heartbeat.interval", "log.level"} }
+func LiveKeys() []string {
+	return []string{"channels.forward", "heartbeat.interval", "log.level",
+		"tools.exec.enabled", "tools.exec.timeout", "tools.exec.max_output", "tools.exec.deny", "tools.ask_user.timeout"}
+}
 
 // Reconfigured is what Reconfigure did with a new config.
 type Reconfigured struct {
@@ -56,8 +65,26 @@ func (r *Runtime) Reconfigure(next config.Config) (Reconfigured, error) {
 	if err != nil {
 		return Reconfigured{}, err
 	}
+	// Built before anything is applied: a tool that cannot be built
+	// refuses the whole reload.
+	var exec *tools.Exec
+	execChanged := slices.ContainsFunc(out.Applied, func(k string) bool { return strings.HasPrefix(k, "tools.exec.") })
+	if ec := eff.Tools.Exec; execChanged && ec.Enabled {
+		if exec, err = tools.NewExec(r.workspace, ec.Timeout.D(), ec.MaxOutput, ec.Deny); err != nil {
+			return Reconfigured{}, fmt.Errorf("tools.exec: %w", err)
+		}
+	}
+	if execChanged {
+		if exec != nil {
+			r.toolReg.Register(exec)
+		} else {
+			r.toolReg.Unregister((&tools.Exec{}).Name())
+		}
+	}
 	for _, k := range out.Applied {
 		switch k {
+		case "tools.ask_user.timeout":
+			r.toolReg.Register(questions.NewAskUserTool(r.broker, eff.Tools.AskUser.Timeout.D()))
 		case "heartbeat.interval":
 			r.heartbeat.SetInterval(eff.Heartbeat.Interval.D())
 		case "log.level":
