@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -12,12 +13,32 @@ import (
 	"github.com/raven-agent/raven/internal/spine"
 )
 
+// BenchmarkWebhookInbound measures one accepted request with the replay
+// cache in memory and kept on disk (one fsynced append per request).
 func BenchmarkWebhookInbound(b *testing.B) {
+	for _, persist := range []bool{false, true} {
+		name := "memory"
+		if persist {
+			name = "file"
+		}
+		b.Run(name, func(b *testing.B) { benchWebhookInbound(b, persist) })
+	}
+}
+
+func benchWebhookInbound(b *testing.B, persist bool) {
 	fc := clock.NewFake(epoch)
-	h, _ := NewWebhookHandler(WebhookHandlerOptions{
+	o := WebhookHandlerOptions{
 		Name: "raven", Secret: testSecret, SeenCapacity: 1 << 30, Clock: fc,
 		Inbound: func(context.Context, spine.TurnRequest) error { return nil },
-	})
+	}
+	if persist {
+		o.SeenStatePath = filepath.Join(b.TempDir(), "seen")
+	}
+	h, err := NewWebhookHandler(o)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer h.Close()
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {

@@ -64,6 +64,10 @@ type TelegramConfig struct {
 	// is refused. An enabled channel with an empty list is a config error,
 	// so a forgotten list never opens the agent to strangers.
 	AllowFrom []int64 `json:"allow_from,omitempty"`
+	// AllowChats lists further chats (groups) Raven may write to; replies
+	// and proactive messages to any other chat are refused. A chat an
+	// allowed user writes from is reachable until the gateway restarts.
+	AllowChats []int64 `json:"allow_chats,omitempty"`
 	// APIURL overrides the Bot API base URL (default Telegram's), for a
 	// self-hosted Bot API server or a local fake in tests.
 	APIURL string `json:"api_url,omitempty"`
@@ -152,6 +156,11 @@ func (c Config) Validate() error {
 	}
 	if u := c.Telegram.APIURL; u != "" && !configtype.AbsoluteHTTP(u) {
 		return configtype.Invalid("telegram.api_url", "want an absolute http(s) URL")
+	}
+	for _, id := range c.Telegram.AllowChats {
+		if id == 0 {
+			return configtype.Invalid("telegram.allow_chats", "chat id 0 is not a chat")
+		}
 	}
 	for _, id := range c.Telegram.AllowFrom {
 		if id <= 0 {

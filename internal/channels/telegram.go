@@ -30,10 +30,22 @@ const TelegramRefusal = "Sorry — this is a private assistant and it only talks
 // silent rather than the map growing without bound.
 const maxRefused = 1024
 
+// maxLearnedChats bounds the chats learned from allowed users' messages.
+const maxLearnedChats = 1024
+
+// ErrChatNotAllowed refuses delivery to a chat the allow-list does not
+// cover: the allow-list guards what Raven says as well as who it hears.
+var ErrChatNotAllowed = errors.New("channels: telegram chat is not on the allow-list")
+
 // TelegramOptions configure the Telegram channel.
 type TelegramOptions struct {
-	Token     string
+	Token string
+	// AllowFrom are the users Raven listens to. Their private chats (whose
+	// id is the user id) are also where it may write.
 	AllowFrom []int64
+	// AllowChats are further chats (groups) Raven may write to. A chat an
+	// allowed user writes from is added for the life of the process.
+	AllowChats []int64
 	// ServerURL overrides the Bot API base URL (tests use a local fake).
 	ServerURL string
 	// PollTimeout is the long-poll duration (default 50s).
@@ -52,9 +64,11 @@ type Telegram struct {
 	b         *bot.Bot
 	transport *http.Transport
 	allow     map[int64]bool
+	allowChat map[int64]bool // configured: AllowFrom's private chats and AllowChats
 
 	mu      sync.Mutex
 	refused map[int64]bool
+	learned map[int64]bool // chats an allowed user wrote from
 }
 
 // NewTelegram builds the bot. Unless SkipGetMe, it checks the token with
@@ -79,10 +93,16 @@ func NewTelegram(o TelegramOptions) (*Telegram, error) {
 		o:         o,
 		transport: http.DefaultTransport.(*http.Transport).Clone(),
 		allow:     make(map[int64]bool, len(o.AllowFrom)),
+		allowChat: make(map[int64]bool, len(o.AllowFrom)+len(o.AllowChats)),
 		refused:   make(map[int64]bool),
+		learned:   make(map[int64]bool),
 	}
 	for _, id := range o.AllowFrom {
 		t.allow[id] = true
+		t.allowChat[id] = true
+	}
+	for _, id := range o.AllowChats {
+		t.allowChat[id] = true
 	}
 	// The client timeout must outlast the long poll, or every idle poll
 	// would end in a client-side timeout error.
@@ -128,6 +148,7 @@ func (t *Telegram) handle(ctx context.Context, _ *bot.Bot, u *models.Update) {
 		t.refuse(ctx, log, m)
 		return
 	}
+	t.learn(log, m.Chat.ID)
 	if strings.TrimSpace(m.Text) == "" {
 		log.Debug("telegram: ignoring a message without text")
 		return
@@ -143,6 +164,31 @@ func (t *Telegram) handle(ctx context.Context, _ *bot.Bot, u *models.Update) {
 	}
 }
 
+// learn lets Raven answer in a chat an allowed user wrote from (a group
+// the owner added the bot to).
+func (t *Telegram) learn(log *slog.Logger, chatID int64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.allowChat[chatID] || t.learned[chatID] {
+		return
+	}
+	if len(t.learned) >= maxLearnedChats {
+		log.Warn("telegram: too many chats learned; add this one to allow_chats to write to it")
+		return
+	}
+	t.learned[chatID] = true
+}
+
+// mayWrite reports whether Raven may send to chatID.
+func (t *Telegram) mayWrite(chatID int64) bool {
+	if t.allowChat[chatID] {
+		return true
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.learned[chatID]
+}
+
 func (t *Telegram) refuse(ctx context.Context, log *slog.Logger, m *models.Message) {
 	t.mu.Lock()
 	first := !t.refused[m.From.ID] && len(t.refused) < maxRefused
@@ -154,6 +200,8 @@ func (t *Telegram) refuse(ctx context.Context, log *slog.Logger, m *models.Messa
 	if !first {
 		return
 	}
+	// The one send that bypasses Deliver's allow-list: a fixed text, once,
+	// in answer to the stranger's own message.
 	if _, err := t.b.SendMessage(ctx, &bot.SendMessageParams{ChatID: m.Chat.ID, Text: TelegramRefusal}); err != nil {
 		log.Warn("telegram: refusal not sent", "err", err)
 	}
@@ -166,6 +214,10 @@ func (t *Telegram) Deliver(ctx context.Context, m spine.Message) error {
 	chatID, err := strconv.ParseInt(m.ChatID, 10, 64)
 	if err != nil {
 		return fmt.Errorf("channels: telegram chat id %q: %w", m.ChatID, err)
+	}
+	if !t.mayWrite(chatID) {
+		t.o.Log.Warn("telegram: delivery to a chat not on the allow-list refused", "chat_id", chatID, "origin", string(m.Origin), "proactive", m.Proactive)
+		return fmt.Errorf("%w: chat %d (add it to channels.telegram.allow_chats)", ErrChatNotAllowed, chatID)
 	}
 	for i, piece := range SplitMessage(m.Content, TelegramLimit) {
 		if strings.TrimSpace(piece) == "" {

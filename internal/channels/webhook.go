@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
 	"sync"
 	"time"
 
@@ -24,6 +25,10 @@ const (
 	defaultSeenCapacity = 10000
 )
 
+// DefaultWebhookBodyTimeout bounds reading one request body: a signed
+// webhook body is at most MaxBody, sent at once by a machine.
+const DefaultWebhookBodyTimeout = 10 * time.Second
+
 // WebhookHandlerOptions configure the inbound webhook.
 type WebhookHandlerOptions struct {
 	// Name is the hook name: the handler serves POST /hooks/<Name>.
@@ -36,9 +41,15 @@ type WebhookHandlerOptions struct {
 	MaxBody int64
 	// SeenCapacity bounds the replay cache (default 10000).
 	SeenCapacity int
-	Inbound      Inbound
-	Clock        clock.Clock
-	Log          *slog.Logger
+	// BodyTimeout bounds reading the request body (default
+	// DefaultWebhookBodyTimeout; wall clock: it is a socket deadline).
+	BodyTimeout time.Duration
+	// SeenStatePath, if set, is the file the replay cache is kept in, so a
+	// request captured before a restart is still refused after it.
+	SeenStatePath string
+	Inbound       Inbound
+	Clock         clock.Clock
+	Log           *slog.Logger
 }
 
 // WebhookHandler serves POST /hooks/<name>.
@@ -48,6 +59,11 @@ type WebhookHandler struct {
 
 	mu   sync.Mutex
 	seen map[string]time.Time // MAC hex → expiry
+	file *seenFile            // nil: the cache lives in memory only
+	// notBefore refuses requests signed before it: set when the replay
+	// state was found corrupt at start (see ErrReplayStateLost).
+	notBefore time.Time
+	recovery  string // where a corrupt state file was moved
 }
 
 // inboundBody is the strict JSON body of an inbound hook.
@@ -74,10 +90,38 @@ func NewWebhookHandler(o WebhookHandlerOptions) (*WebhookHandler, error) {
 	if o.SeenCapacity <= 0 {
 		o.SeenCapacity = defaultSeenCapacity
 	}
+	if o.BodyTimeout <= 0 {
+		o.BodyTimeout = DefaultWebhookBodyTimeout
+	}
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
-	return &WebhookHandler{o: o, path: "/hooks/" + o.Name, seen: make(map[string]time.Time)}, nil
+	h := &WebhookHandler{o: o, path: "/hooks/" + o.Name, seen: make(map[string]time.Time)}
+	if o.SeenStatePath != "" {
+		now := o.Clock.Now()
+		sf, moved, err := loadSeen(o.SeenStatePath, o.SeenCapacity, now, o.Log.With("hook", o.Name), h.seen)
+		if err != nil {
+			return nil, err
+		}
+		h.file, h.recovery = sf, moved
+		if moved != "" {
+			// Timestamps are whole seconds: the first whole second after
+			// now is the first one no captured request can carry.
+			h.notBefore = now.Truncate(time.Second).Add(time.Second)
+		}
+	}
+	return h, nil
+}
+
+// StateRecovery reports where a corrupt replay-state file was moved at
+// start ("" when it was sound or absent), for doctor and the start-up log.
+func (h *WebhookHandler) StateRecovery() string { return h.recovery }
+
+// Close releases the replay-state file. The handler refuses requests after.
+func (h *WebhookHandler) Close() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.file.close()
 }
 
 // Path is the URL path the handler serves.
@@ -93,11 +137,22 @@ func (h *WebhookHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusMethodNotAllowed, "method not allowed")
 		return
 	}
+	// The handler sets its own body deadline so a trickling client is cut
+	// off whatever server it is mounted on; ErrNotSupported (a recorder in
+	// tests) leaves only the server's. net/http lifts it when the body hits
+	// EOF, so it does not outlive the body into the dispatch.
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(h.o.BodyTimeout))
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.o.MaxBody))
 	if err != nil {
 		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
+		switch {
+		case errors.As(err, &mbe):
 			httpError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("body larger than %d bytes", h.o.MaxBody))
+			return
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			h.o.Log.Warn("webhook refused: body not received in time", "hook", h.o.Name, "remote", r.RemoteAddr, "timeout", h.o.BodyTimeout)
+			w.Header().Set("Connection", "close")
+			httpError(w, http.StatusRequestTimeout, fmt.Sprintf("body not received within %s", h.o.BodyTimeout))
 			return
 		}
 		httpError(w, http.StatusBadRequest, "cannot read body")
@@ -111,10 +166,19 @@ func (h *WebhookHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusUnauthorized, err.Error())
 		return
 	}
+	if ts.Before(h.notBefore) {
+		log.Warn("webhook refused: signed before a replay-state loss", "signed", ts)
+		httpError(w, http.StatusConflict, ErrReplayStateLost.Error())
+		return
+	}
 	switch err := h.remember(sig, ts.Add(h.o.Window), now); {
 	case errors.Is(err, ErrReplayed):
 		log.Warn("webhook replay refused")
 		httpError(w, http.StatusConflict, err.Error())
+		return
+	case errors.Is(err, errSeenPersist):
+		log.Error("webhook refused", "err", err)
+		httpError(w, http.StatusServiceUnavailable, errSeenPersist.Error())
 		return
 	case err != nil:
 		log.Warn("webhook refused", "err", err)
@@ -164,6 +228,13 @@ func (h *WebhookHandler) remember(sig string, expiry, now time.Time) error {
 		}
 		if len(h.seen) >= h.o.SeenCapacity {
 			return errSeenFull
+		}
+	}
+	if h.file != nil {
+		// On disk before the request is accepted, so a crash right after
+		// cannot reopen it to replay.
+		if err := h.file.record(h.seen, sig, expiry, now); err != nil {
+			return err
 		}
 	}
 	h.seen[sig] = expiry

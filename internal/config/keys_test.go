@@ -74,6 +74,7 @@ var keyCases = map[string]keyCase{
 	"channels.telegram.enabled":                 {good: "true", bad: "yes please", setup: [][2]string{{"channels.telegram.allow_from", "42"}}},
 	"channels.telegram.token":                   {good: "123:abc", bad: "a\nb"},
 	"channels.telegram.allow_from":              {good: "42,43", bad: "-5"},
+	"channels.telegram.allow_chats":             {good: "-1001234,-1005678", bad: "0"},
 	"channels.telegram.api_url":                 {good: "http://127.0.0.1:8081", bad: "localhost:8081"},
 	"log.format":                                {good: "json", bad: "xml"},
 	"log.level":                                 {good: "debug", bad: "loud"},

@@ -58,4 +58,10 @@ func (p Paths) GatewayLock() string { return filepath.Join(p.Root, "gateway.lock
 func (p Paths) OperatorToken() string {
 	return filepath.Join(p.Root, "operator.token")
 }
+
+// WebhookSeen is the webhook channel's replay-state file: signatures seen
+// inside the replay window, kept across restarts.
+func (p Paths) WebhookSeen(name string) string {
+	return filepath.Join(p.Root, "channels", "webhook-"+name+".seen")
+}
 func (p Paths) ChatHistory() string { return filepath.Join(p.Root, "chat_history") }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,7 +20,8 @@ const (
 	methodHello = string(api.Hello)
 	// NotifyClosing is the last notification a dropped connection gets,
 	// with params {"reason": ...}: slow_consumer, frame_too_large,
-	// hello_timeout, auth_failures, shutdown.
+	// hello_timeout, auth_failures, shutdown. A pre-auth connection closed
+	// to make room (reason preauth_evicted) gets nothing.
 	NotifyClosing = string(api.NotifyClosing)
 	// maxHelloFailures closes a connection that keeps presenting bad tokens.
 	maxHelloFailures = 5
@@ -40,6 +42,11 @@ type conn struct {
 	out    chan []byte
 	sem    chan struct{}
 	wg     sync.WaitGroup
+	host   string // remote host, "" on the unix socket
+
+	// Guarded by Server.mu; see budget.
+	budget           *budget
+	counted, preAuth bool
 
 	mu           sync.Mutex
 	token        string
@@ -51,7 +58,7 @@ type conn struct {
 func newConn(parent context.Context, s *Server, nc net.Conn, id uint64) *conn {
 	ctx, cancel := context.WithCancel(parent)
 	return &conn{
-		s: s, nc: nc, id: id, parent: parent, ctx: ctx, cancel: cancel,
+		s: s, nc: nc, id: id, parent: parent, ctx: ctx, cancel: cancel, host: hostOf(nc),
 		out: make(chan []byte, s.opts.OutboundQueue), sem: make(chan struct{}, s.opts.MaxInFlight),
 	}
 }
@@ -77,7 +84,9 @@ func (c *conn) serve() {
 func (c *conn) readLoop() {
 	r := bufio.NewReaderSize(c.nc, 64<<10)
 	var scratch []byte
-	_ = c.nc.SetReadDeadline(time.Now().Add(c.s.opts.HelloTimeout))
+	// One deadline covers the TLS handshake (done by the first read) and
+	// auth.hello, so a stranger who stalls either is gone in HelloTimeout.
+	_ = c.nc.SetDeadline(time.Now().Add(c.s.opts.HelloTimeout))
 	for {
 		frame, err := readFrame(r, c.s.opts.MaxFrame, &scratch)
 		if err != nil {
@@ -88,6 +97,9 @@ func (c *conn) readLoop() {
 				c.reply(nil, nil, Errorf(CodeInvalidRequest, "frame larger than %d bytes; closing connection", c.s.opts.MaxFrame))
 				c.close("frame_too_large")
 			case errors.As(err, &ne) && ne.Timeout() && c.ctx.Err() == nil:
+				// The reason first: the reply's write can fail (a TLS
+				// handshake that never finished) before close runs.
+				c.markReason("hello_timeout")
 				c.reply(nil, nil, Errorf(CodeUnauthorized, "no auth.hello within %s", c.s.opts.HelloTimeout))
 				c.close("hello_timeout")
 			}
@@ -156,6 +168,7 @@ func (c *conn) hello(req request) bool {
 	}
 	c.token = p.Token
 	c.mu.Unlock()
+	c.s.authenticated(c)
 	_ = c.nc.SetReadDeadline(time.Time{})
 	c.reply(req.ID, HelloResult{Principal: principal, Protocol: 1}, nil)
 	return true
@@ -268,12 +281,30 @@ func (c *conn) enqueue(frame []byte) error {
 }
 
 func (c *conn) close(reason string) {
+	c.markReason(reason)
+	c.cancel()
+}
+
+// markReason records why the connection ends; the first reason wins.
+func (c *conn) markReason(reason string) {
 	c.mu.Lock()
 	if c.reason == "" {
 		c.reason = reason
 	}
 	c.mu.Unlock()
-	c.cancel()
+}
+
+// evict closes a pre-auth connection to make room for a newer one. It runs
+// under Server.mu, so it closes the socket itself rather than a TLS
+// connection (whose Close may write an alert).
+func (c *conn) evict() {
+	c.s.log.Debug("controlapi: pre-auth connection evicted", "conn", c.id, "host", c.host)
+	c.close("preauth_evicted")
+	if tc, ok := c.nc.(*tls.Conn); ok {
+		tc.NetConn().Close()
+		return
+	}
+	c.nc.Close()
 }
 
 func (c *conn) writeLoop() {
@@ -309,7 +340,7 @@ func (c *conn) finalFlush(bw *bufio.Writer) {
 	if reason == "" && c.parent.Err() != nil {
 		reason = "shutdown"
 	}
-	if reason == "write_failed" {
+	if reason == "write_failed" || reason == "preauth_evicted" {
 		return
 	}
 	_ = c.nc.SetWriteDeadline(time.Now().Add(min(closeGrace, c.s.opts.WriteTimeout)))

@@ -107,18 +107,38 @@ type Options struct {
 	// WriteTimeout bounds one write to a client (default 5s, wall clock:
 	// it is a socket deadline).
 	WriteTimeout time.Duration
-	// HelloTimeout bounds the wait for auth.hello on a new connection
-	// (default 10s, wall clock).
+	// HelloTimeout bounds the TLS handshake plus the wait for auth.hello on
+	// a new connection (default DefaultHelloTimeout, wall clock: it is a
+	// socket deadline).
 	HelloTimeout time.Duration
 	// MaxInFlight bounds concurrent calls per connection (default 16); the
 	// reader stops reading while the bound is reached.
 	MaxInFlight int
-	// MaxConns bounds open connections (default 256).
+	// MaxConns bounds open connections per listener (default
+	// DefaultMaxConns): each Serve has its own budget, so a flood on the TCP
+	// listener cannot take the unix socket's.
 	MaxConns int
+	// MaxPreAuth bounds, per listener, connections that have not yet said
+	// a good auth.hello (default DefaultMaxPreAuth). When it is reached the
+	// oldest such connection is closed to make room, so idle strangers can
+	// delay a newcomer by at most their churn, never lock it out.
+	MaxPreAuth int
+	// MaxPreAuthPerHost bounds pre-auth connections from one remote host on
+	// a TCP listener (default DefaultMaxPreAuthPerHost); over it, that host's
+	// own oldest is closed, so one stranger cannot churn everyone else's.
+	MaxPreAuthPerHost int
 	// OnClose, if set, is called when a connection ends, with the reason
 	// ("" for a normal close by the client). For metrics and tests.
 	OnClose func(reason string)
 }
+
+// Defaults for Options.
+const (
+	DefaultHelloTimeout      = 5 * time.Second
+	DefaultMaxConns          = 256
+	DefaultMaxPreAuth        = 64
+	DefaultMaxPreAuthPerHost = 16
+)
 
 // Server is the control API server. Register methods with Handle, then
 // Serve one or more listeners.
@@ -132,6 +152,8 @@ type Server struct {
 	handlers map[string]handler
 	conns    map[*conn]struct{}
 	nextID   uint64
+	// refusing bounds the goroutines telling over-limit clients why.
+	refusing chan struct{}
 }
 
 type handler struct {
@@ -158,17 +180,23 @@ func NewServer(opts Options) *Server {
 		opts.WriteTimeout = 5 * time.Second
 	}
 	if opts.HelloTimeout <= 0 {
-		opts.HelloTimeout = 10 * time.Second
+		opts.HelloTimeout = DefaultHelloTimeout
 	}
 	if opts.MaxInFlight <= 0 {
 		opts.MaxInFlight = 16
 	}
 	if opts.MaxConns <= 0 {
-		opts.MaxConns = 256
+		opts.MaxConns = DefaultMaxConns
+	}
+	if opts.MaxPreAuth <= 0 {
+		opts.MaxPreAuth = DefaultMaxPreAuth
+	}
+	if opts.MaxPreAuthPerHost <= 0 {
+		opts.MaxPreAuthPerHost = DefaultMaxPreAuthPerHost
 	}
 	return &Server{
 		opts: opts, log: opts.Logger, clk: opts.Clock, started: opts.Clock.Now(),
-		handlers: map[string]handler{}, conns: map[*conn]struct{}{},
+		handlers: map[string]handler{}, conns: map[*conn]struct{}{}, refusing: make(chan struct{}, 16),
 	}
 }
 
@@ -256,6 +284,7 @@ func ListenTLS(addr, certFile, keyFile string) (net.Listener, error) {
 // Serve may run concurrently on several listeners.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	var wg sync.WaitGroup
+	b := newBudget(ln, s.opts)
 	stop := context.AfterFunc(ctx, func() { ln.Close() })
 	defer stop()
 	var err error
@@ -271,9 +300,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 			}
 			break
 		}
-		c, ok := s.register(ctx, nc)
+		c, ok := s.register(ctx, nc, b)
 		if !ok {
-			s.refuse(nc)
+			s.refuse(nc, &wg)
 			continue
 		}
 		wg.Add(1)
@@ -287,31 +316,54 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	return err
 }
 
-func (s *Server) register(ctx context.Context, nc net.Conn) (*conn, bool) {
+func (s *Server) register(ctx context.Context, nc net.Conn, b *budget) (*conn, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if len(s.conns) >= s.opts.MaxConns {
+	if !b.admit(hostOf(nc)) {
 		return nil, false
 	}
 	s.nextID++
 	c := newConn(ctx, s, nc, s.nextID)
+	c.budget = b
+	b.add(c)
 	s.conns[c] = struct{}{}
 	return c, true
+}
+
+// authenticated moves c out of its listener's pre-auth set.
+func (s *Server) authenticated(c *conn) {
+	s.mu.Lock()
+	c.budget.authenticated(c)
+	s.mu.Unlock()
 }
 
 func (s *Server) unregister(c *conn) {
 	s.mu.Lock()
 	delete(s.conns, c)
+	c.budget.remove(c)
 	s.mu.Unlock()
 }
 
-// refuse tells an over-limit client why, without letting it hold us up.
-func (s *Server) refuse(nc net.Conn) {
-	s.log.Warn("controlapi: connection refused: too many connections", "max", s.opts.MaxConns)
-	b, _ := json.Marshal(response{JSONRPC: jsonrpcVersion, Error: Errorf(CodeUnavailable, "too many connections")})
-	_ = nc.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
-	_, _ = nc.Write(append(b, '\n'))
-	nc.Close()
+// refuse tells an over-limit client why, off the accept loop (a TLS client
+// would make the write wait for its handshake) and without letting it hold
+// us up; past a few concurrent refusals the rest are just closed.
+func (s *Server) refuse(nc net.Conn, wg *sync.WaitGroup) {
+	s.log.Warn("controlapi: connection refused: too many connections", "max", s.opts.MaxConns, "remote", nc.RemoteAddr().String())
+	select {
+	case s.refusing <- struct{}{}:
+	default:
+		nc.Close()
+		return
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		defer func() { <-s.refusing }()
+		b, _ := json.Marshal(response{JSONRPC: jsonrpcVersion, Error: Errorf(CodeUnavailable, "too many connections")})
+		_ = nc.SetDeadline(time.Now().Add(100 * time.Millisecond))
+		_, _ = nc.Write(append(b, '\n'))
+		nc.Close()
+	}()
 }
 
 // Broadcast sends a notification to every authenticated connection whose

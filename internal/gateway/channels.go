@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/raven-agent/raven/internal/channels"
@@ -27,10 +28,20 @@ func (g *Gateway) startChannels(o DaemonOptions) error {
 	clk, log, hub, inbound := rt.Clock(), rt.Logger(), rt.Hub(), rt.Inbound().Inbound
 	if wc := cc.Webhook; wc.Enabled {
 		secret := wc.EffectiveSecret(os.Getenv)
+		seen := rt.Paths().WebhookSeen(wc.Name)
+		if err := os.MkdirAll(filepath.Dir(seen), 0o700); err != nil {
+			return fmt.Errorf("gateway: webhook replay state: %w", err)
+		}
 		h, err := channels.NewWebhookHandler(channels.WebhookHandlerOptions{Name: wc.Name, Secret: []byte(secret),
-			Window: wc.Window.D(), MaxBody: wc.MaxBody, Inbound: inbound, Clock: clk, Log: log.With("channel", "webhook")})
+			Window: wc.Window.D(), MaxBody: wc.MaxBody, SeenStatePath: seen,
+			Inbound: inbound, Clock: clk, Log: log.With("channel", "webhook")})
 		if err != nil {
 			return err
+		}
+		rt.AddCloser(func(context.Context) error { return h.Close() })
+		if rec := h.StateRecovery(); rec != "" {
+			log.Error("webhook replay state recovered: requests signed before now are refused until the window passes",
+				"channel", "webhook", "detail", rec)
 		}
 		if wc.OutboundURL != "" {
 			out, err := channels.NewWebhookOutlet(channels.WebhookOutletOptions{URL: wc.OutboundURL, Secret: []byte(secret),
@@ -46,7 +57,7 @@ func (g *Gateway) startChannels(o DaemonOptions) error {
 		}
 		mux := http.NewServeMux()
 		mux.Handle(h.Path(), h)
-		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		srv := channels.NewWebhookServer(mux, channels.WebhookServerOptions{Log: log.With("channel", "webhook")})
 		rt.Go("webhook", func(context.Context) error {
 			go func() {
 				<-g.inbound.Done()
@@ -62,7 +73,7 @@ func (g *Gateway) startChannels(o DaemonOptions) error {
 		log.Info("webhook channel listening", "addr", ln.Addr().String(), "path", h.Path())
 	}
 	if tc := cc.Telegram; tc.Enabled {
-		tg, err := channels.NewTelegram(channels.TelegramOptions{Token: tc.EffectiveToken(os.Getenv), AllowFrom: tc.AllowFrom,
+		tg, err := channels.NewTelegram(channels.TelegramOptions{Token: tc.EffectiveToken(os.Getenv), AllowFrom: tc.AllowFrom, AllowChats: tc.AllowChats,
 			ServerURL: firstNonEmpty(o.TelegramServerURL, tc.APIURL), Inbound: inbound, Clock: clk, Log: log.With("channel", "telegram")})
 		if err != nil {
 			return err

@@ -108,6 +108,17 @@ func TestGatewayWebhook(t *testing.T) {
 	if code, _ := gw.stop(t, syscall.SIGTERM, 15*time.Second); code != 0 {
 		t.Fatalf("gateway exit %d\n%s", code, gw.log.String())
 	}
+
+	// The replay cache outlives the process: the captured request, still
+	// inside its window, is refused by the next gateway too.
+	gw2 := startGateway(t, dir, writeScript(t, scriptReply("pong from raven")))
+	gw2.waitReady(t)
+	if code := post(sig); code != http.StatusConflict {
+		t.Errorf("replay after restart: %d, want 409\n%s", code, gw2.log.String())
+	}
+	if code, _ := gw2.stop(t, syscall.SIGTERM, 15*time.Second); code != 0 {
+		t.Fatalf("second gateway exit %d\n%s", code, gw2.log.String())
+	}
 }
 
 // unescapeMarkdownV2 undoes the channel's MarkdownV2 escaping for comparison.

@@ -28,11 +28,8 @@ func (r *Runtime) buildSentinel(_ context.Context, _ Options) error {
 		Sessions:     r.sessions.Active,
 		LastActivity: r.sessions.LastActivity,
 		Messages:     r.sessions.Since,
-		Spawn: func(ctx context.Context, task, channel, chatID string) error {
-			_, err := r.subagents.Spawn(ctx, task, channel, chatID)
-			return err
-		},
-		OnDelivered: r.rememberNudge,
+		RunAgent:     r.runAgent,
+		OnDelivered:  r.rememberNudge,
 		OnTick: func(rec sentinel.TickRecord) {
 			r.emit("sentinel.tick", rec.Target, rec)
 			if rec.Allowed != nil && !*rec.Allowed {

@@ -19,7 +19,7 @@ var askUserSection = section{
 	name:  "ask_user",
 	title: "Asking the owner — ask_user answered on the phone, and one left unanswered",
 	blurb: "Wednesday evening. Mid-turn the model calls ask_user: the real questions broker pauses " +
-		"the turn, sends clarify.request to TUI clients and renders the question as text on chat " +
+		"the turn, hands clarify.request to an attached TUI and renders the question as text on chat " +
 		"channels. The owner's next message in that conversation is the answer, routed by the " +
 		"gateway's inbound dispatcher. The wait has one budget (tools.ask_user.timeout) on the virtual clock.",
 	run: runAskUser,
@@ -54,32 +54,20 @@ func runAskUser(ctx context.Context, e *env) error {
 		{Content: "You didn't answer, so I haven't picked a slot: Monday 08:00 and Tuesday 13:00 are both still open. Tell me which when you're up."},
 	})
 	model := &narrated{inner: script, e: e, full: map[string]bool{"ask_user": true}}
-	app, err := e.newApp(ctx, model, "telegram", channels.TUIChannel)
+	rt, err := e.newRuntime(ctx, build{model: model, real: []string{"telegram"}})
 	if err != nil {
 		return err
 	}
 	asked := make(chan questions.ClarifyRequest, 4)
-	app.EnableAskUser(func(conv string, req questions.ClarifyRequest) {
-		payload, err := json.Marshal(req)
-		if err != nil {
-			payload = []byte(err.Error())
-		}
-		e.emit(Event{Kind: "clarify.request", Label: "broker", Text: "clarify.request → TUI clients of " + conv + "\n" + string(payload),
-			Why:  "the turn is paused inside the tool; a TUI draws its prompt from this payload, chat channels get text instead",
-			Data: map[string]any{"conversation": conv, "payload": req}})
-		asked <- req
-	})
-	disp, err := app.NewDispatcher()
-	if err != nil {
+	tui := spine.ConversationKey(channels.TUIChannel, laptop)
+	if _, err := e.attach(ctx, rt, tui, tuiScreen{screen: screen{e}, conv: tui, asked: asked}); err != nil {
 		return err
 	}
+	disp := rt.Inbound()
 
 	// 1. Answered on the phone: the owner's next telegram message is the answer.
 	_, t, err := e.inbound(ctx, disp, "telegram", phone, "Can you book dinner with Sam on Friday?")
 	if err != nil {
-		return err
-	}
-	if _, err := recv(ctx, e, asked, "the dinner question"); err != nil {
 		return err
 	}
 	if _, err := e.expect(ctx, "the dinner question on telegram", func(m spine.Message) bool {
@@ -126,7 +114,7 @@ func runAskUser(ctx context.Context, e *env) error {
 
 	// 3. The late answer: the laptop TUI wakes and sends clarify.respond.
 	e.clk.Advance(4 * time.Minute)
-	conv := spine.ConversationKey(channels.TUIChannel, laptop)
+	conv := tui
 	choice := 0
 	params, err := json.Marshal(questions.ClarifyRespondParams{Conversation: conv, Batch: req.Batch, Choice: &choice})
 	if err != nil {
@@ -134,7 +122,7 @@ func runAskUser(ctx context.Context, e *env) error {
 	}
 	e.emit(Event{Kind: "clarify.respond", Label: "owner (tui)", Text: "clarify.respond " + string(params),
 		Data: map[string]any{"conversation": conv, "params": json.RawMessage(params)}})
-	h := &questions.ClarifyHandler{Broker: app.Broker}
+	h := &questions.ClarifyHandler{Broker: rt.Broker()}
 	_, err = h.ClarifyRespond(ctx, auth.Principal{Name: "operator", Role: auth.RoleOperator}, params)
 	if !errors.Is(err, questions.ErrExpired) {
 		return fmt.Errorf("a late answer got %v, want an expired refusal", err)

@@ -15,8 +15,10 @@ import (
 
 	"github.com/raven-agent/raven/internal/clock"
 	"github.com/raven-agent/raven/internal/config"
-	"github.com/raven-agent/raven/internal/gateway"
+	"github.com/raven-agent/raven/internal/cron"
 	"github.com/raven-agent/raven/internal/llm"
+	"github.com/raven-agent/raven/internal/questions"
+	"github.com/raven-agent/raven/internal/runtime"
 	"github.com/raven-agent/raven/internal/spine"
 )
 
@@ -29,7 +31,7 @@ func at(days, hh, mm int) time.Time {
 	return day0.AddDate(0, 0, days).Add(time.Duration(hh)*time.Hour + time.Duration(mm)*time.Minute)
 }
 
-// env is one section's world: its own data dir, virtual clock and apps.
+// env is one section's world: its own data dir, virtual clock and runtime.
 type env struct {
 	paths config.Paths
 	cfg   config.Config
@@ -74,11 +76,16 @@ func newEnv(_ context.Context, root, name string, tl *Timeline, o Options) (*env
 	if err != nil {
 		return nil, err
 	}
+	// The real default config; only what the story must pin is changed.
 	cfg := config.Default()
-	// The Sentinel day scripts its planner tick by tick; the discovery menu has
-	// its own section and would otherwise take the first 09:00 reply.
-	cfg.Sentinel.Discovery = false
+	// The owner's zone is UTC so the output is the same on every machine.
 	cfg.Sentinel.Policy.Location = time.UTC
+	// The owner switched the Sentinel on (it is off by default); the demo
+	// drives its ticks itself, as `raven sentinel tick` does, so no loop runs.
+	cfg.Sentinel.Enabled = true
+	// The daily discovery menu has its own section; elsewhere it would take
+	// the first scripted planner reply of the day.
+	cfg.Sentinel.Discovery = name == discoverySection.name
 	return &env{
 		paths: p, cfg: cfg, clk: clock.NewFake(day0), log: o.Logger, tl: tl, step: o.StepTimeout,
 		deliveries: make(chan spine.Message, 256),
@@ -93,21 +100,89 @@ func (e *env) emit(ev Event) {
 	e.tl.emit(ev)
 }
 
-// newApp assembles the real runtime on this section's data dir with p as
-// its model, and attaches the timeline outlets for the owner's channels.
-func (e *env) newApp(ctx context.Context, p llm.Provider, channels ...string) (*gateway.App, error) {
-	app, err := gateway.New(ctx, gateway.Options{Paths: e.paths, Config: e.cfg, Logger: e.log, Clock: e.clk, Provider: p})
+// build are the inputs of one runtime.Build in a section.
+type build struct {
+	// model answers the agent loop and the heartbeat; planner the Sentinel
+	// (planner, discovery, menu classifier). Nil: none configured.
+	model, planner llm.Provider
+	services       runtime.Services
+	// real are the real channels (telegram, webhook) whose outlets are the
+	// owner's devices: registered before any service runs, as the gateway
+	// registers its channels.
+	real []string
+	// outlets are extra outlets to register the same way.
+	outlets map[string]spine.Outlet
+	noModel bool
+	// wrapCron observes each cron fire (the cron section prints them).
+	wrapCron func(cron.Handler) cron.Handler
+}
+
+// newRuntime assembles Raven with runtime.Build — the one assembly every
+// entry point uses — on this section's data dir and virtual clock.
+func (e *env) newRuntime(ctx context.Context, b build) (*runtime.Runtime, error) {
+	o := runtime.Options{
+		Paths: e.paths, Config: e.cfg, Logger: e.log, Clock: e.clk,
+		Provider: b.model, PlannerProvider: b.planner, NoModel: b.noModel,
+		Services: b.services, WrapCronHandler: b.wrapCron,
+		StartChannels: func(rt *runtime.Runtime) error {
+			for _, ch := range b.real {
+				rt.Hub().Register(ch, spine.OutletFunc(e.outlet))
+			}
+			for ch, out := range b.outlets {
+				rt.Hub().Register(ch, out)
+			}
+			return nil
+		},
+	}
+	rt, err := runtime.Build(ctx, o)
 	if err != nil {
 		return nil, err
 	}
-	e.closers = append(e.closers, func(ctx context.Context) error { return app.Close(ctx) })
-	if len(channels) == 0 {
-		channels = []string{"cli"}
+	e.closers = append(e.closers, rt.Close)
+	return rt, nil
+}
+
+// screen is the owner's terminal or TUI window: an attached surface that
+// prints what reaches it.
+type screen struct{ e *env }
+
+func (s screen) Deliver(ctx context.Context, m spine.Message) error { return s.e.outlet(ctx, m) }
+
+// tuiScreen is a TUI window: it draws ask_user questions itself from the
+// clarify.request payload, so they are not posted to it as text.
+type tuiScreen struct {
+	screen
+	conv  string
+	asked chan questions.ClarifyRequest
+}
+
+func (s tuiScreen) Ask(req questions.ClarifyRequest) {
+	conv := s.conv
+	payload, err := json.Marshal(req)
+	if err != nil {
+		payload = []byte(err.Error())
 	}
-	for _, ch := range channels {
-		app.Hub.Register(ch, spine.OutletFunc(e.outlet))
+	s.e.emit(Event{Kind: "clarify.request", Label: "broker", Text: "clarify.request → TUI clients of " + conv + "\n" + string(payload),
+		Why:  "the turn is paused inside the tool; a TUI draws its prompt from this payload, chat channels get text instead",
+		Data: map[string]any{"conversation": conv, "payload": req}})
+	select {
+	case s.asked <- req:
+	default:
 	}
-	return app, nil
+}
+
+// attach attaches the owner's screen to conv as the chat REPL or a TUI does
+// (runtime.AttachOwner): the outbox is shown first. It returns the detach.
+func (e *env) attach(ctx context.Context, rt *runtime.Runtime, conv string, s runtime.Surface) (func(), error) {
+	if s == nil {
+		s = screen{e}
+	}
+	detach, err := rt.AttachOwner(ctx, conv, s)
+	if err != nil {
+		return nil, err
+	}
+	e.closers = append(e.closers, func(context.Context) error { detach(); return nil })
+	return detach, nil
 }
 
 // outlet is the owner's screen: it prints every delivery and hands it to
@@ -213,15 +288,15 @@ func (e *env) wait(ctx context.Context, what string, t *spine.Ticket) (spine.Res
 }
 
 // say submits an owner message as a user turn and prints it.
-func (e *env) say(app *gateway.App, channel, chatID, text string, busy spine.BusyPolicy) (*spine.Ticket, error) {
+func (e *env) say(rt *runtime.Runtime, channel, chatID, text string, busy spine.BusyPolicy) (*spine.Ticket, error) {
 	e.emit(Event{Kind: "owner.message", Label: "owner", Text: "→ " + channel + ":" + chatID + "  " + quote(text),
 		Data: map[string]any{"channel": channel, "chat_id": chatID, "content": text, "busy": busy.String()}})
-	return app.Scheduler.Submit(spine.TurnRequest{Origin: spine.OriginUser, Channel: channel, ChatID: chatID, Content: text, Busy: busy})
+	return rt.Scheduler().Submit(spine.TurnRequest{Origin: spine.OriginUser, Channel: channel, ChatID: chatID, Content: text, Busy: busy})
 }
 
 // turn plays one owner message on cli:direct and returns the reply.
-func (e *env) turn(ctx context.Context, app *gateway.App, text string) (string, error) {
-	t, err := e.say(app, "cli", "direct", text, spine.Append)
+func (e *env) turn(ctx context.Context, rt *runtime.Runtime, text string) (string, error) {
+	t, err := e.say(rt, "cli", "direct", text, spine.Append)
 	if err != nil {
 		return "", err
 	}

@@ -40,8 +40,11 @@ func runFoundation(ctx context.Context, e *env) error {
 	var inject *spine.Ticket
 	var injectErr error
 	model := &narrated{inner: script, e: e}
-	app, err := e.newApp(ctx, model, "cli")
+	rt, err := e.newRuntime(ctx, build{model: model})
 	if err != nil {
+		return err
+	}
+	if _, err := e.attach(ctx, rt, owner, nil); err != nil {
 		return err
 	}
 	// Stage direction: while the model works on the first call, the owner
@@ -51,15 +54,15 @@ func runFoundation(ctx context.Context, e *env) error {
 			return
 		}
 		e.clk.Advance(20 * time.Second)
-		busy := app.Scheduler.HasInflight("cli:direct")
-		inject, injectErr = e.say(app, "cli", "direct", "Oh, and he needs the side-gate code: 4471.", spine.Inject)
+		busy := rt.Scheduler().HasInflight("cli:direct")
+		inject, injectErr = e.say(rt, "cli", "direct", "Oh, and he needs the side-gate code: 4471.", spine.Inject)
 		if busy {
 			e.emit(Event{Kind: "spine.inject", Label: "spine", Text: "cli:direct is busy → message put in the running turn's mailbox (INJECT)",
 				Why: "a person typing mid-turn should be heard by that turn, not wait for a second one"})
 		}
 	}
 
-	first, err := e.say(app, "cli", "direct", "Please note that the plumber comes Thursday at 10:00.", spine.Append)
+	first, err := e.say(rt, "cli", "direct", "Please note that the plumber comes Thursday at 10:00.", spine.Append)
 	if err != nil {
 		return err
 	}
@@ -85,7 +88,7 @@ func runFoundation(ctx context.Context, e *env) error {
 	}
 	e.emit(Event{Kind: "spine.inject_result", Label: "spine", Text: "second message: merged into turn 1, ran no turn of its own",
 		Data: map[string]any{"injected": ir.Injected}})
-	data, err := os.ReadFile(filepath.Join(app.Workspace.Root(), "notes", "plumber.md"))
+	data, err := os.ReadFile(filepath.Join(rt.Workspace().Root(), "notes", "plumber.md"))
 	if err != nil {
 		return fmt.Errorf("the note was not written: %w", err)
 	}
@@ -93,7 +96,7 @@ func runFoundation(ctx context.Context, e *env) error {
 		Data: map[string]any{"path": "notes/plumber.md", "content": string(data)}})
 
 	e.clk.Advance(5 * time.Minute)
-	id, err := app.Subagents.Spawn(ctx, "Find three plumbers near the owner who work on Thursdays, with ratings.", "cli", "direct")
+	id, err := rt.Subagents().Spawn(ctx, "Find three plumbers near the owner who work on Thursdays, with ratings.", "cli", "direct")
 	if err != nil {
 		return err
 	}

@@ -4,23 +4,25 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
-	"github.com/raven-agent/raven/internal/gateway"
 	"github.com/raven-agent/raven/internal/llm"
+	"github.com/raven-agent/raven/internal/runtime"
 	"github.com/raven-agent/raven/internal/sentinel"
+	"github.com/raven-agent/raven/internal/sentinel/executor"
 	"github.com/raven-agent/raven/internal/sentinel/feedback"
-	"github.com/raven-agent/raven/internal/sentinel/policy"
 	"github.com/raven-agent/raven/internal/spine"
 )
 
 var sentinelSection = section{
 	name:  "sentinel",
-	title: "Sentinel day — nudge, inject, defer, quiet hours, spawn, feedback",
+	title: "Sentinel day — nudge, inject, defer, spawn, quiet hours, feedback",
 	blurb: "Every tick the Sentinel's planner (a scripted model here) picks one of five actions. " +
-		"Each nudge passes the one shared NudgePolicy gate before delivery and is charged only " +
-		"after it was delivered; the owner's feedback retunes how often Raven may speak up.",
+		"Each nudge passes the one shared NudgePolicy gate (the default policy) and goes where the " +
+		"runtime's one target resolver says: here the owner's attached terminal, cli:direct. " +
+		"The owner's feedback retunes how often Raven may speak up.",
 	run: runSentinel,
 }
 
@@ -58,11 +60,14 @@ var feedbackDays = []struct {
 
 func runSentinel(ctx context.Context, e *env) error {
 	e.clk.Set(at(0, 8, 55))
+	passport := "By the way: the passport office closes at 16:00 today and your renewal form is still unsent."
 	planner := []llm.Turn{
 		nudgeDecision("nudge", "plumber", "Morning! The plumber comes Thursday at 10:00 — want me to text him the side-gate code on Wednesday evening?",
 			"Thursday appointment in the notes; nothing planned for it yet", nil),
-		nudgeDecision("nudge_inject", "passport", "By the way: the passport office closes at 16:00 today and your renewal form is still unsent.",
+		nudgeDecision("nudge_inject", "passport", passport,
 			"deadline today, but the owner is chatting: ride along on the next reply instead of interrupting", nil),
+		// The next tick proposes the same inject again, before it rode a reply.
+		nudgeDecision("nudge_inject", "passport", passport, "deadline today; still not mentioned", nil),
 		nudgeDecision("nudge_defer", "dentist", "When you have a minute: the dentist asked you to confirm Friday 15:00.",
 			"useful but not urgent; the owner is in the middle of a thread",
 			map[string]any{"defer_condition": "after the current thread settles"}),
@@ -81,45 +86,25 @@ func runSentinel(ctx context.Context, e *env) error {
 		// The spawned micro-agent.
 		{Content: "Friday trains to Leeds: 07:03 → 09:14 direct (£38), 07:33 → 09:41 with one change (£29)."},
 	})
-	app, err := e.newApp(ctx, agentScript, "cli")
+	plannerModel := llm.NewScripted(planner)
+	rt, err := e.newRuntime(ctx, build{model: agentScript, planner: plannerModel})
 	if err != nil {
 		return err
 	}
-	sys, err := sentinel.NewSystem(sentinel.SystemOptions{
-		Paths: e.paths, Config: e.cfg.Sentinel, Provider: llm.NewScripted(planner),
-		Post:         app.Hub.Post,
-		Sessions:     app.Sessions.Active,
-		LastActivity: app.Sessions.LastActivity,
-		Spawn: func(ctx context.Context, task, ch, chat string) error {
-			_, err := app.Subagents.Spawn(ctx, task, ch, chat)
-			return err
-		},
-		PlanSlots: func(day time.Time) []sentinel.PlanSlot {
-			d := time.Date(day.Year(), day.Month(), day.Day(), 0, 0, 0, 0, time.UTC)
-			return []sentinel.PlanSlot{{ID: "evening-journal", Topic: "journal", Recurring: true, TargetSession: owner,
-				Start: d.Add(23*time.Hour + 15*time.Minute), End: d.Add(23*time.Hour + 59*time.Minute),
-				Message: "Time for your evening journal?"}}
-		},
-		Clock: e.clk, Logger: e.log,
-	})
-	if err != nil {
+	if _, err := e.attach(ctx, rt, owner, nil); err != nil {
 		return err
 	}
+	sys := rt.Sentinel()
 	tracker := sys.Feedback
-	app.Agent.AddResponseModifier(sys.Injector.Modify)
-	// As in the gateway: an inject is charged only once its reply went out.
-	app.OnTurnDone(func(r spine.TurnRequest, res spine.Result) {
-		sys.Injector.SettleTurn(r, res.Err == nil && res.Delivered)
-	})
 	fbTool := sys.FeedbackTool()
-	s := &sentinelRun{e: e, app: app, sys: sys, fb: fbTool}
+	s := &sentinelRun{e: e, rt: rt, sys: sys, fb: fbTool}
 	startMult := sys.Policy.SnapshotState()
 	e.emit(Event{Kind: "policy.state", Label: "policy", Text: fmt.Sprintf("start of day: %d nudges/day, %d/hour, quiet hours %s, multiplier %.2f",
 		startMult.DayQuota, startMult.HourQuota, startMult.QuietHours, startMult.Multiplier),
 		Data: map[string]any{"multiplier": startMult.Multiplier, "hour_quota": startMult.HourQuota}})
 
 	// 08:55 the owner says good morning, so cli:direct is a known session.
-	if _, err := e.turn(ctx, app, "Good morning! I'll be around the house today."); err != nil {
+	if _, err := e.turn(ctx, rt, "Good morning! I'll be around the house today."); err != nil {
 		return err
 	}
 
@@ -135,26 +120,43 @@ func runSentinel(ctx context.Context, e *env) error {
 		return err
 	}
 
-	// 10:00 — nudge_inject: queued, then carried by the next reply.
+	// 10:00 — nudge_inject: charged when queued, queued once, carried by the next reply.
 	e.clk.Set(at(0, 10, 0))
+	used := sys.Policy.SnapshotState().DayUsed
 	out = s.tick(ctx)
-	if out.Result == nil || !out.Result.Queued {
+	if out.Result == nil || !out.Result.Queued || out.NudgeID == "" {
 		return fmt.Errorf("10:00 inject not queued: %+v", out)
 	}
+	if now := sys.Policy.SnapshotState().DayUsed; now != used+1 {
+		return fmt.Errorf("queuing the inject charged %d fires, want 1", now-used)
+	}
+	e.emit(Event{Kind: "policy.charged", Label: "policy", Text: fmt.Sprintf("inject %s charged when queued: %d → %d of today's %d nudges",
+		out.NudgeID, used, used+1, sys.Policy.SnapshotState().DayQuota),
+		Why:  "the quota is reserved at queue time, so injects cannot pile up past it while waiting for a reply",
+		Data: map[string]any{"nudge_id": out.NudgeID, "day_used_before": used, "day_used_after": used + 1}})
+	e.clk.Set(at(0, 10, 3))
+	again := s.tick(ctx)
+	if again.Result == nil || !strings.Contains(again.Result.Note, "not queued twice") {
+		return fmt.Errorf("10:03 the same inject was queued again: %+v", again)
+	}
+	if now := sys.Policy.SnapshotState().DayUsed; now != used+1 {
+		return fmt.Errorf("the repeated inject was charged again (%d fires)", now-used)
+	}
 	e.clk.Set(at(0, 10, 5))
-	reply, err := e.turn(ctx, app, "What's the weather for my run at noon?")
+	reply, err := e.turn(ctx, rt, "What's the weather for my run at noon?")
 	if err != nil {
 		return err
 	}
-	if !strings.Contains(reply, "passport office") {
-		return errors.New("the queued inject did not ride on the next reply")
+	if n := strings.Count(reply, "passport office"); n != 1 {
+		return fmt.Errorf("the queued inject rode the reply %d times, want once", n)
 	}
-	e.emit(Event{Kind: "sentinel.injected", Label: "injector", Text: "appended the queued nudge to that reply (one message, not two)",
-		Why: "nudge_inject rides on the agent's next reply through a response modifier; its fire is charged only now"})
+	e.emit(Event{Kind: "sentinel.injected", Label: "injector", Text: "appended the queued nudge to that reply: one copy, one message",
+		Why:  "nudge_inject rides on the agent's next reply through a response modifier; it is re-checked by the policy as it rides",
+		Data: map[string]any{"copies": 1, "nudge_id": out.NudgeID}})
 
 	// 10:58 the owner starts a thread; 11:00 the planner defers a nudge.
 	e.clk.Set(at(0, 10, 58))
-	if _, err := e.turn(ctx, app, "Draft a reply to Sam: yes to the offsite on the 12th."); err != nil {
+	if _, err := e.turn(ctx, rt, "Draft a reply to Sam: yes to the offsite on the 12th."); err != nil {
 		return err
 	}
 	e.clk.Set(at(0, 11, 0))
@@ -170,21 +172,31 @@ func runSentinel(ctx context.Context, e *env) error {
 		return fmt.Errorf("deferred nudge not dispatched after the thread settled (%d)", n)
 	}
 
-	// 14:00 — spawn_agent.
+	// 14:00 — spawn_agent: the digest comes back through the dispatcher.
 	e.clk.Set(at(0, 14, 0))
 	out = s.tick(ctx)
-	if !out.Delivered() {
+	if !out.Delivered() || out.NudgeID == "" {
 		return fmt.Errorf("14:00 spawn not started: %+v", out)
 	}
-	if _, err := e.expect(ctx, "the spawned micro-agent's result", func(m spine.Message) bool { return m.Origin == spine.OriginSubagent }); err != nil {
+	digest, err := e.expect(ctx, "the spawned micro-agent's result", func(m spine.Message) bool {
+		return strings.Contains(m.Content, "Friday trains to Leeds")
+	})
+	if err != nil {
+		return err
+	}
+	if digest.Origin != spine.OriginSentinel || !digest.Proactive {
+		return fmt.Errorf("the digest bypassed the dispatcher (origin %s)", digest.Origin)
+	}
+	if err := s.digestRecorded(ctx, out.NudgeID); err != nil {
 		return err
 	}
 
-	// 23:30 — the day plan's journal prompt is due, but it is quiet hours.
+	// 23:30 — quiet hours: the tick does not even ask the planner.
 	e.clk.Set(at(0, 23, 30))
+	calls := len(plannerModel.Requests())
 	out = s.tick(ctx)
-	if out.Verdict == nil || out.Verdict.Allow || out.Verdict.Layer != policy.LayerQuietHours {
-		return fmt.Errorf("23:30 was not denied by quiet hours: %+v", out)
+	if out.Route != sentinel.RouteFastPathQuiet || len(plannerModel.Requests()) != calls {
+		return fmt.Errorf("23:30 was not skipped by the quiet-hours fast path: %+v", out)
 	}
 
 	// The rest of the week: nudges the owner waves away.
@@ -221,10 +233,11 @@ func runSentinel(ctx context.Context, e *env) error {
 }
 
 type sentinelRun struct {
-	e   *env
-	app *gateway.App
-	sys *sentinel.System
-	fb  *feedback.Tool
+	e        *env
+	rt       *runtime.Runtime
+	deferred []executor.Result
+	sys      *sentinel.System
+	fb       *feedback.Tool
 }
 
 // tick runs one Sentinel tick and prints what it decided and why, then the
@@ -241,6 +254,8 @@ func (s *sentinelRun) tick(ctx context.Context) sentinel.TickOutcome {
 		what = "day-plan slot due → nudge " + quote(d.NudgeMessage)
 	case d.Action == sentinel.ActionSpawnAgent:
 		what = "planner → spawn_agent " + quote(d.SpawnTask)
+	case out.Route == sentinel.RouteFastPathQuiet:
+		what = "quiet hours → skip on the fast path, the planner is not called (no model cost)"
 	case d.Action == sentinel.ActionSkip:
 		what = "planner → skip"
 	default:
@@ -265,6 +280,8 @@ func (s *sentinelRun) tick(ctx context.Context) sentinel.TickOutcome {
 		}
 	case d.Action == sentinel.ActionSpawnAgent && out.Delivered():
 		result = "policy ok (spawn quota) → micro-agent started, nudge " + out.NudgeID
+	case out.Delivered() && slices.Contains(out.Result.Targets, runtime.OutboxChannel+":"+runtime.OutboxChatID):
+		result = "policy ok → no surface can take it: kept in the outbox as nudge " + out.NudgeID
 	case out.Delivered():
 		result = "policy ok → delivered as nudge " + out.NudgeID
 	case out.Result != nil:
@@ -279,24 +296,31 @@ func (s *sentinelRun) tick(ctx context.Context) sentinel.TickOutcome {
 	return out
 }
 
-// pollDefer runs the defer manager once and reports what it dispatched.
+// pollDefer runs the defer manager once and reports how many it delivered;
+// s.deferred keeps the poll's results.
 func (s *sentinelRun) pollDefer(ctx context.Context) int {
 	pend, _ := s.sys.Defer.Pending(ctx)
 	s.e.hold()
 	res := s.sys.Defer.Poll(ctx)
+	s.deferred = res
 	n := 0
 	for _, r := range res {
 		if r.Delivered {
 			n++
 		}
 	}
-	if n == 0 && len(pend) > 0 {
-		last, _ := s.app.Sessions.LastActivity(ctx, pend[0].Nudge.Session)
+	if len(res) == 0 && len(pend) > 0 {
+		last, _ := s.rt.Sessions().LastActivity(ctx, pend[0].Nudge.Session)
 		s.e.emit(Event{Kind: "sentinel.defer_wait", Label: "defer", Text: fmt.Sprintf("%s active %s ago → keep waiting",
 			pend[0].Nudge.Session, fmtDur(s.e.clk.Now().Sub(last))),
 			Why: fmt.Sprintf("a deferred nudge goes out once its session has been idle %s", fmtDur(s.e.cfg.Sentinel.DeferIdle.D()))})
 	}
 	for _, r := range res {
+		if !r.Delivered && !r.Verdict.Allow {
+			s.e.emit(Event{Kind: "sentinel.tick", Label: "defer", Text: "thread settled → deferred nudge: DENIED by policy layer " + r.Verdict.Layer,
+				Why:  r.Verdict.Reason + " — the deferred nudge is kept and tried again until it expires",
+				Data: map[string]any{"layer": r.Verdict.Layer, "route": "nudge_defer"}})
+		}
 		if r.Delivered {
 			s.e.emit(Event{Kind: "sentinel.defer_dispatch", Label: "defer", Text: "thread settled → dispatching deferred nudge " + r.NudgeID,
 				Why:  "idle threshold passed; the policy was checked again at dispatch time",
@@ -323,4 +347,34 @@ func (s *sentinelRun) multiplierMoved(before float64) {
 	if now := s.sys.Policy.SnapshotState().Multiplier; now != before {
 		s.e.emit(Event{Kind: "policy.multiplier", Label: "policy", Text: fmt.Sprintf("multiplier %.2f → %.2f", before, now)})
 	}
+}
+
+// digestRecorded checks that the spawn's result went through the dispatcher:
+// it is in the owner's session (the next turn sees it) and in the feedback
+// log under the spawn's nudge id (the owner's verdict can find it).
+func (s *sentinelRun) digestRecorded(ctx context.Context, nudgeID string) error {
+	es, err := s.rt.Sessions().Since(ctx, s.e.clk.Now().Add(-time.Hour), 100)
+	if err != nil {
+		return err
+	}
+	inSession := false
+	for _, en := range es {
+		if en.Conversation == owner && strings.Contains(en.Content, "nudge_id="+nudgeID) && strings.Contains(en.Content, "Friday trains") {
+			inSession = true
+		}
+	}
+	if !inSession {
+		return fmt.Errorf("the digest of %s is not in %s's session", nudgeID, owner)
+	}
+	rec, ok, err := s.sys.Feedback.Lookup(nudgeID)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("the digest of %s is not tracked for feedback", nudgeID)
+	}
+	s.e.emit(Event{Kind: "sentinel.spawn_result", Label: "dispatcher", Text: fmt.Sprintf("digest delivered as nudge %s: in %s's session, tracked for feedback (%s)", nudgeID, owner, rec.Action),
+		Why:  "the micro-agent's result goes through the nudge dispatcher like any nudge, so the owner's next turn can refer to it and their verdict counts",
+		Data: map[string]any{"nudge_id": nudgeID, "in_session": true, "tracked": true}})
+	return nil
 }

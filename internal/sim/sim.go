@@ -41,7 +41,7 @@ type section struct {
 }
 
 func sections() []section {
-	return []section{foundationSection, sentinelSection, cronSection, askUserSection, webhookSection}
+	return []section{foundationSection, sentinelSection, discoverySection, policySection, cronSection, outboxSection, askUserSection, webhookSection}
 }
 
 // SectionNames lists the sections in running order.
@@ -88,8 +88,9 @@ func Run(ctx context.Context, w io.Writer, o Options) ([]Event, error) {
 	if !o.JSON {
 		tl.printf("Raven demo — one scripted day on a virtual clock.\n")
 		tl.printf("Every model reply comes from a script (no model; nothing leaves the machine); everything\n")
-		tl.printf("else is Raven's real runtime: spine, agent loop, tools, Sentinel, cron, heartbeat,\n")
-		tl.printf("the ask_user broker, channels (the webhook on 127.0.0.1 only).\n")
+		tl.printf("else is Raven's real runtime, assembled by runtime.Build with the default config (as\n")
+		tl.printf("`raven gateway` is): spine, agent loop, tools, Sentinel and its policy, cron, heartbeat,\n")
+		tl.printf("the outbox, the ask_user broker, channels (the webhook on 127.0.0.1 only).\n")
 		tl.printf("Legend: → message delivered   ⚑ Raven reached out on its own   ↳ why it happened\n")
 		if o.Keep {
 			tl.printf("Data dir (kept): %s\n", root)

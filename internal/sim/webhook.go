@@ -57,10 +57,6 @@ func runWebhook(ctx context.Context, e *env) error {
 			}
 		}
 	}}
-	app, err := e.newApp(ctx, model)
-	if err != nil {
-		return err
-	}
 	released := false
 	open := func() {
 		if !released {
@@ -97,13 +93,13 @@ func runWebhook(ctx context.Context, e *env) error {
 	if err != nil {
 		return err
 	}
-	app.Hub.Register(channels.WebhookChannel, outlet)
-
-	// Raven's side: the real handler behind the real dispatcher.
-	disp, err := app.NewDispatcher()
+	rt, err := e.newRuntime(ctx, build{model: model, outlets: map[string]spine.Outlet{channels.WebhookChannel: outlet}})
 	if err != nil {
 		return err
 	}
+
+	// Raven's side: the real handler behind the runtime's inbound dispatcher.
+	disp := rt.Inbound()
 	type dispatched struct {
 		out channels.Outcome
 		t   *spine.Ticket

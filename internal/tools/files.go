@@ -4,17 +4,17 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"os"
 	"sort"
 	"strings"
 
-	"github.com/raven-agent/raven/internal/statefile"
 	"github.com/raven-agent/raven/internal/strictjson"
 )
 
 // maxFileRead bounds what read_file returns to the model.
 const maxFileRead = 256 << 10
+
+// maxFileEdit bounds the file edit_file loads whole.
+const maxFileEdit = 16 << 20
 
 // decodeArgs decodes tool arguments strictly.
 func decodeArgs(raw json.RawMessage, v any) error {
@@ -32,14 +32,14 @@ func pathSchema(extra map[string]any, required ...string) map[string]any {
 	return map[string]any{"type": "object", "properties": props, "required": append([]string{"path"}, required...), "additionalProperties": false}
 }
 
-// pathArg decodes arguments that are only {"path": ...} and resolves the
-// path inside the workspace.
-func (w *Workspace) pathArg(raw json.RawMessage) (args struct{ Path string }, resolved string, err error) {
+// pathArg decodes arguments that are only {"path": ...} and maps the path
+// to a workspace-relative name.
+func (w *Workspace) pathArg(raw json.RawMessage) (name string, err error) {
+	var args struct{ Path string }
 	if err := decodeArgs(raw, &args); err != nil {
-		return args, "", err
+		return "", err
 	}
-	resolved, err = w.Resolve(args.Path)
-	return args, resolved, err
+	return w.Rel(args.Path)
 }
 
 // ReadFile is the read_file tool.
@@ -51,18 +51,13 @@ func (ReadFile) Parameters() map[string]any {
 	return pathSchema(nil)
 }
 func (t ReadFile) Run(ctx context.Context, raw json.RawMessage) (string, error) {
-	a, p, err := t.WS.pathArg(raw)
+	name, err := t.WS.pathArg(raw)
 	if err != nil {
 		return "", err
 	}
-	f, err := os.Open(p)
+	b, err := t.WS.readLimited(name, maxFileRead)
 	if err != nil {
-		return "", fmt.Errorf("read_file %s: %w", a.Path, unwrapPathErr(err))
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxFileRead+1))
-	if err != nil {
-		return "", fmt.Errorf("read_file %s: %w", a.Path, err)
+		return "", fmt.Errorf("read_file %s: %w", name, err)
 	}
 	if len(b) > maxFileRead {
 		return string(b[:maxFileRead]) + "\n[truncated: file is larger than 256 KiB]", nil
@@ -83,14 +78,14 @@ func (t WriteFile) Run(ctx context.Context, raw json.RawMessage) (string, error)
 	if err := decodeArgs(raw, &a); err != nil {
 		return "", err
 	}
-	p, err := t.WS.Resolve(a.Path)
+	name, err := t.WS.Rel(a.Path)
 	if err != nil {
 		return "", err
 	}
-	if err := statefile.WriteAtomic(p, []byte(a.Content), 0o600); err != nil {
-		return "", fmt.Errorf("write_file %s: %w", a.Path, err)
+	if err := t.WS.writeAtomic(name, []byte(a.Content), 0o600); err != nil {
+		return "", fmt.Errorf("write_file %s: %w", name, err)
 	}
-	return fmt.Sprintf("wrote %d bytes to %s", len(a.Content), a.Path), nil
+	return fmt.Sprintf("wrote %d bytes to %s", len(a.Content), name), nil
 }
 
 // EditFile is the edit_file tool: replace one exact occurrence of old_text.
@@ -115,26 +110,30 @@ func (t EditFile) Run(ctx context.Context, raw json.RawMessage) (string, error) 
 	if err := decodeArgs(raw, &a); err != nil {
 		return "", err
 	}
-	p, err := t.WS.Resolve(a.Path)
+	name, err := t.WS.Rel(a.Path)
 	if err != nil {
 		return "", err
 	}
-	b, err := os.ReadFile(p)
+	b, err := t.WS.readLimited(name, maxFileEdit)
 	if err != nil {
-		return "", fmt.Errorf("edit_file %s: %w", a.Path, unwrapPathErr(err))
+		return "", fmt.Errorf("edit_file %s: %w", name, err)
+	}
+	if len(b) > maxFileEdit {
+		// Rewriting a prefix would lose the rest of the owner's file.
+		return "", fmt.Errorf("edit_file %s: file is larger than %d MiB; edit it another way", name, maxFileEdit>>20)
 	}
 	switch n := strings.Count(string(b), a.OldText); n {
 	case 0:
-		return "", fmt.Errorf("edit_file %s: old_text not found", a.Path)
+		return "", fmt.Errorf("edit_file %s: old_text not found", name)
 	case 1:
 	default:
-		return "", fmt.Errorf("edit_file %s: old_text occurs %d times; include more context to make it unique", a.Path, n)
+		return "", fmt.Errorf("edit_file %s: old_text occurs %d times; include more context to make it unique", name, n)
 	}
 	out := strings.Replace(string(b), a.OldText, a.NewText, 1)
-	if err := statefile.WriteAtomic(p, []byte(out), 0o600); err != nil {
-		return "", fmt.Errorf("edit_file %s: %w", a.Path, err)
+	if err := t.WS.writeAtomic(name, []byte(out), 0o600); err != nil {
+		return "", fmt.Errorf("edit_file %s: %w", name, err)
 	}
-	return "edited " + a.Path, nil
+	return "edited " + name, nil
 }
 
 // ListDir is the list_dir tool.
@@ -146,13 +145,13 @@ func (ListDir) Parameters() map[string]any {
 	return pathSchema(nil)
 }
 func (t ListDir) Run(ctx context.Context, raw json.RawMessage) (string, error) {
-	a, p, err := t.WS.pathArg(raw)
+	name, err := t.WS.pathArg(raw)
 	if err != nil {
 		return "", err
 	}
-	ents, err := os.ReadDir(p)
+	ents, err := t.WS.readDir(name)
 	if err != nil {
-		return "", fmt.Errorf("list_dir %s: %w", a.Path, unwrapPathErr(err))
+		return "", fmt.Errorf("list_dir %s: %w", name, err)
 	}
 	names := make([]string, 0, len(ents))
 	for _, e := range ents {
@@ -167,13 +166,4 @@ func (t ListDir) Run(ctx context.Context, raw json.RawMessage) (string, error) {
 		return "(empty)", nil
 	}
 	return strings.Join(names, "\n"), nil
-}
-
-// unwrapPathErr drops the absolute path from an *os.PathError so the model
-// sees workspace-relative names only.
-func unwrapPathErr(err error) error {
-	if pe, ok := err.(*os.PathError); ok {
-		return fmt.Errorf("%s: %w", pe.Op, pe.Err)
-	}
-	return err
 }

@@ -30,14 +30,19 @@ func TestWorkspaceConfinement(t *testing.T) {
 	os.WriteFile(filepath.Join(base, "secret"), []byte("s3cret"), 0o600)
 	os.Mkdir(filepath.Join(ws.Root(), "sub"), 0o700)
 	os.Symlink(base, filepath.Join(ws.Root(), "escape"))
-	os.Symlink(filepath.Join(ws.Root(), "sub"), filepath.Join(ws.Root(), "inner"))
+	os.Symlink("sub", filepath.Join(ws.Root(), "inner"))
+	// os.Root refuses absolute links even when they point inside: the
+	// target would be resolved outside the root's descriptor.
+	os.Symlink(filepath.Join(ws.Root(), "sub"), filepath.Join(ws.Root(), "abs-inner"))
+	w := WriteFile{ws}
 	cases := []struct {
 		path string
 		ok   bool
 	}{
 		{"notes.md", true},
 		{"sub/new/deeper.md", true},
-		{"inner/x.md", true}, // a link that stays inside is fine
+		{"inner/x.md", true}, // a relative link that stays inside is fine
+		{"abs-inner/x.md", false},
 		{"../secret", false},
 		{"sub/../../secret", false},
 		{"/etc/passwd", false},
@@ -46,13 +51,20 @@ func TestWorkspaceConfinement(t *testing.T) {
 		{filepath.Join(ws.Root(), "abs.md"), true},
 	}
 	for _, c := range cases {
-		_, err := ws.Resolve(c.path)
+		b, _ := json.Marshal(map[string]string{"path": c.path, "content": "x"})
+		_, err := w.Run(context.Background(), b)
 		if c.ok && err != nil {
 			t.Errorf("%s: %v", c.path, err)
 		}
 		if !c.ok && !errors.Is(err, ErrOutsideWorkspace) {
 			t.Errorf("%s: err = %v, want ErrOutsideWorkspace", c.path, err)
 		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(base, "secret")); string(b) != "s3cret" {
+		t.Fatalf("outside file written: %q", b)
+	}
+	if _, err := os.Stat(filepath.Join(ws.Root(), "sub", "x.md")); err != nil {
+		t.Fatalf("write through the inner link: %v", err)
 	}
 }
 
