@@ -249,7 +249,19 @@ func newCronRunCmd(g *globals) *cobra.Command {
 				if err := env.store.RequestRun(cmd.Context(), id); err != nil {
 					return cronErr(err)
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "requested %s; the running cron service fires it (see: raven cron runs %s)\n", id, id)
+				gw, pid, err := gateway.Running(env.paths)
+				if err != nil {
+					return err
+				}
+				if gw {
+					fmt.Fprintf(cmd.OutOrStdout(), "requested %s; the running gateway (pid %s) fires it within a second (see: raven cron runs %s)\n", id, pid, id)
+					return nil
+				}
+				// raven chat and cron serve --channels fire only the jobs of
+				// their channels: say so rather than promise the fire.
+				job, _ := env.store.Get(cmd.Context(), id)
+				fmt.Fprintf(cmd.OutOrStdout(), "requested %s; the running cron service (raven chat or raven cron serve) fires it within a second if it serves the job's %s channel, else the next gateway start does (see: raven cron runs %s)\n",
+					id, job.DeliveryChannel(), id)
 				return nil
 			}
 			rt, err := env.standalone(cmd.Context(), cmd.OutOrStdout(), runtime.ServicesNone, nil)

@@ -124,13 +124,21 @@ func TestGatewayStatusCreatesNothing(t *testing.T) {
 	}
 }
 
-// With a gateway running, `heartbeat trigger` names it.
-func TestHeartbeatTriggerBesideGateway(t *testing.T) {
+// With a gateway running, `heartbeat trigger` and `cron run` name it.
+func TestMessagesBesideGateway(t *testing.T) {
 	dir := t.TempDir()
 	gw := startGatewayChild(t, dir)
 	out, errOut, code := ravenChild(t, dir, "heartbeat", "trigger")
 	if code != 0 || !strings.Contains(out, "wake requested (trg_") || !strings.Contains(out, "the running gateway (pid ") {
-		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+		t.Fatalf("heartbeat trigger: exit %d\n%s\n%s", code, out, errOut)
+	}
+	id, _, code := ravenChild(t, dir, "cron", "add", "--name", "water", "--message", "drink water", "--every", "1h", "--deliver")
+	if code != 0 {
+		t.Fatalf("cron add exit %d", code)
+	}
+	out, errOut, code = ravenChild(t, dir, "cron", "run", strings.TrimSpace(id))
+	if code != 0 || !strings.Contains(out, "the running gateway (pid ") || !strings.Contains(out, "fires it within a second") {
+		t.Fatalf("cron run: exit %d\n%s\n%s", code, out, errOut)
 	}
 	gw.stop(t)
 }
