@@ -137,7 +137,10 @@ func oneShot(ctx context.Context, rt *runtime.Runtime, message string, cmd *cobr
 	res, err := tk.Wait(ctx)
 	if err != nil {
 		if ctx.Err() != nil {
-			// Ctrl-C: the owner stopped it; not a failure to explain.
+			// Ctrl-C: the owner stopped it, as Ctrl-C in the REPL does —
+			// at once, not after the shutdown grace — and it is no failure
+			// to explain.
+			rt.Scheduler().Cancel(conv)
 			return &exitError{code: exitInterrupted, err: errChatCancelled}
 		}
 		return err
