@@ -38,6 +38,10 @@ func newHeartbeatTriggerCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if !cfg.Heartbeat.Enabled {
+				// A gateway would consume the request and run nothing.
+				return errHeartbeatDisabled
+			}
 			st := wake.NewTriggerStore(p.Triggers(), clock.Real(), quietLogger(cmd.ErrOrStderr(), cfg))
 			t, err := st.Add(cmd.Context(), wake.TriggerHeartbeat, reason)
 			var ce *wake.CorruptError
@@ -69,6 +73,9 @@ func newHeartbeatTriggerCmd(g *globals) *cobra.Command {
 	cmd.Flags().StringVar(&reason, "reason", "manual trigger", "why the wake was requested (shown to the heartbeat)")
 	return cmd
 }
+
+// errHeartbeatDisabled refuses a trigger no gateway would act on.
+var errHeartbeatDisabled = errors.New("heartbeat trigger: the heartbeat is disabled (heartbeat.enabled=false), so no gateway would run it; enable it (raven config set heartbeat.enabled true, then restart the gateway) or run one now with raven heartbeat run")
 
 // heartbeatStatus is what `raven heartbeat status` reports.
 type heartbeatStatus struct {

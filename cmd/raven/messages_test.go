@@ -113,6 +113,23 @@ func TestMessagesTellTheTruth(t *testing.T) {
 	}
 }
 
+// With the heartbeat disabled, `heartbeat trigger` queues nothing no
+// gateway would act on, and says why and what to do.
+func TestHeartbeatTriggerDisabled(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "config.json"), []byte(`{"heartbeat":{"enabled":false}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := ravenChild(t, dir, "heartbeat", "trigger")
+	if code != 1 || out != "" || !strings.Contains(errOut, "the heartbeat is disabled (heartbeat.enabled=false)") ||
+		!strings.Contains(errOut, "raven heartbeat run") {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "sentinel", "triggers.json")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a trigger was queued: %v", err)
+	}
+}
+
 // A status query leaves a data dir that does not exist absent.
 func TestGatewayStatusCreatesNothing(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "absent")
