@@ -157,6 +157,10 @@ func TestMessagesBesideGateway(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "the running gateway (pid ") || !strings.Contains(out, "fires it within a second") {
 		t.Fatalf("cron run: exit %d\n%s\n%s", code, out, errOut)
 	}
+	out, errOut, code = ravenChild(t, dir, "sentinel", "discover")
+	if code != 1 || !strings.Contains(errOut, "the running gateway has no model (pid ") || strings.Contains(out, "discovery requested") {
+		t.Fatalf("sentinel discover beside a model-less gateway: exit %d\n%s\n%s", code, out, errOut)
+	}
 	gw.stop(t)
 }
 
