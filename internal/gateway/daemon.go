@@ -176,7 +176,8 @@ func Start(ctx context.Context, o DaemonOptions) (*Gateway, error) {
 	if poll <= 0 {
 		poll = DefaultConfigPoll
 	}
-	rt.Go("config watch", func(ctx context.Context) error { return g.watchConfig(ctx, poll, o.Reload, o.Overlay) })
+	stamp := stampOf(rt.Paths().Config())
+	rt.Go("config watch", func(ctx context.Context) error { return g.watchConfig(ctx, stamp, poll, o.Reload, o.Overlay) })
 	return g, nil
 }
 

@@ -81,9 +81,11 @@ func stampOf(path string) fileStamp {
 
 // watchConfig reloads config.json when its stamp changes (checked every
 // poll on the runtime's clock) or when reload fires, until ctx ends.
-func (g *Gateway) watchConfig(ctx context.Context, poll time.Duration, reload <-chan struct{}, overlay func(*config.Config) error) error {
+// last is the stamp of the file the running config came from, taken
+// before watchConfig's goroutine starts so an edit racing the start is
+// still seen as a change.
+func (g *Gateway) watchConfig(ctx context.Context, last fileStamp, poll time.Duration, reload <-chan struct{}, overlay func(*config.Config) error) error {
 	path := g.rt.Paths().Config()
-	last := stampOf(path)
 	clk := g.rt.Clock()
 	for {
 		t := clk.NewTimer(poll)
