@@ -136,12 +136,22 @@ func oneShot(ctx context.Context, rt *runtime.Runtime, message string, cmd *cobr
 	}
 	res, err := tk.Wait(ctx)
 	if err != nil {
+		if ctx.Err() != nil {
+			// Ctrl-C: the owner stopped it, as Ctrl-C in the REPL does —
+			// at once, not after the shutdown grace — and it is no failure
+			// to explain.
+			rt.Scheduler().Cancel(conv)
+			return &exitError{code: exitInterrupted, err: errChatCancelled}
+		}
 		return err
 	}
 	if ferr := term.failed(); ferr != nil {
 		return ferr
 	}
 	if res.Err != nil {
+		if ctx.Err() != nil {
+			return &exitError{code: exitInterrupted, err: errChatCancelled}
+		}
 		return res.Err
 	}
 	fmt.Fprintln(cmd.OutOrStdout(), res.Reply)
@@ -151,6 +161,12 @@ func oneShot(ctx context.Context, rt *runtime.Runtime, message string, cmd *cobr
 	}
 	return nil
 }
+
+// errChatCancelled ends a one-shot chat the owner interrupted.
+var errChatCancelled = errors.New("chat -m: cancelled")
+
+// exitInterrupted is the shell's code for a command ended by SIGINT.
+const exitInterrupted = 130
 
 // errChatNoModel fails a one-shot chat that had no model to answer it.
 var errChatNoModel = errors.New("chat -m: no model configured")
