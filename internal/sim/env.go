@@ -276,6 +276,27 @@ func (e *env) expect(ctx context.Context, what string, ok func(spine.Message) bo
 	}
 }
 
+// eventually retries check until it passes, for work the runtime finishes
+// just after the event the story waited on (a record written after its
+// delivery), bounded like every step.
+func (e *env) eventually(ctx context.Context, check func() error) error {
+	ctx, cancel := context.WithTimeout(ctx, e.step)
+	defer cancel()
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	for {
+		err := check()
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			return err
+		}
+	}
+}
+
 // wait waits for a ticket in bounded real time.
 func (e *env) wait(ctx context.Context, what string, t *spine.Ticket) (spine.Result, error) {
 	ctx, cancel := context.WithTimeout(ctx, e.step)
