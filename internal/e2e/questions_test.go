@@ -270,3 +270,46 @@ func TestOwnerQuestionLifecycleCLI(t *testing.T) {
 		t.Fatalf("restart did not cancel the question: %+v", rec)
 	}
 }
+
+// `raven chat --workspace` binds cli:direct as an owner conversation (no
+// gateway: through the chat's own runtime) and its turn carries the fact;
+// `raven chat --native CONV` beside a gateway claims the native seat over
+// the control API — cancelling the pending question — and gives it back
+// at exit.
+func TestChatBindsWorkspaceAndNativeSeat(t *testing.T) {
+	e := newEnv(t, Options{})
+	wt := linkedWorktree(t)
+	e.MustRun("chat", "--workspace", wt, "-m", "standalone hello")
+	var found bool
+	for _, r := range e.Model.Requests() {
+		if r.LastUser() == "standalone hello" {
+			found = strings.Contains(r.System(), "Project membership of "+wt+": member") && r.HasTool("conversation_question")
+		}
+	}
+	if !found {
+		t.Fatalf("standalone chat turn lacks the member fact or the question tool: %v", e.Model.Requests())
+	}
+	var direct questions.ConversationView
+	e.MustRun("conversations", "show", "cli:direct", "--json").JSON(t, &direct)
+	if direct.Kind != questions.KindOwner || direct.Workspace.Path != wt {
+		t.Fatalf("cli:direct after chat --workspace: %+v", direct.Conversation)
+	}
+	wantCode(t, e.Run("chat", "--native", "nocolon", "-m", "x"), 2, "chat --native with a bad conversation")
+
+	g := e.StartGateway()
+	defer g.Stop()
+	const conv = "tui:seat"
+	openOwner(t, e, conv, wt)
+	snap := askOnce(t, e, conv, "Which editor do you use?")
+	e.MustRun("chat", "--native", conv, "-m", "the seat speaks")
+	var got questions.Snapshot
+	e.MustRun("conversations", "questions", conv, "--request", snap.Request.RequestID, "--json").JSON(t, &got)
+	if got.Receipt == nil || got.Receipt.Status != "cancelled" || got.Receipt.Reason != questions.ReasonNativeTakeover {
+		t.Fatalf("native takeover did not cancel the question: %+v", got.Receipt)
+	}
+	var after questions.ConversationView
+	e.MustRun("conversations", "show", conv, "--json").JSON(t, &after)
+	if after.NativeOwner != "" {
+		t.Fatalf("native seat not released at exit: %q", after.NativeOwner)
+	}
+}
