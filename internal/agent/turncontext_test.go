@@ -90,3 +90,17 @@ func TestTurnContextInSystemMessageOfEveryModelCall(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkOfferedTools is the per-turn cost of building the tool list
+// with one conversation-dependent tool among the builtins.
+func BenchmarkOfferedTools(b *testing.B) {
+	f := newFixture(b)
+	f.agent.Tools().Register(onlyIn{conv: "cli:direct"})
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if len(f.agent.offeredTools(ctx, "cli:other")) != 2 {
+			b.Fatal("wrong tool list")
+		}
+	}
+}
