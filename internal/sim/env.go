@@ -355,6 +355,10 @@ type narrated struct {
 	// full names tools whose results are shown whole: for ask_user the
 	// second line (what the owner chose, or that nobody answered) is the point.
 	full map[string]bool
+	// turns: the conversation keeps its history across turns, so a user
+	// message after the model's last reply starts a turn (or is an
+	// answer's continuation), not a mid-turn injection.
+	turns bool
 
 	mu sync.Mutex
 	n  int
@@ -404,6 +408,11 @@ func (p *narrated) narrateInput(req llm.Request) {
 			p.e.emit(Event{Kind: "tool.result", Label: "tool", Text: m.Name + " → " + text,
 				Data: map[string]any{"tool": m.Name, "result": m.Content}})
 		case llm.RoleUser:
+			if p.turns {
+				p.e.emit(Event{Kind: "model.input", Label: "agent", Text: "turn input: " + quote(m.Content),
+					Data: map[string]any{"content": m.Content}})
+				continue
+			}
 			p.e.emit(Event{Kind: "turn.inject_merged", Label: "agent", Text: "merged into the running turn: " + quote(m.Content),
 				Why:  "the turn drained its inject mailbox at the top of the next tool-loop iteration, so the model sees it before answering",
 				Data: map[string]any{"content": m.Content}})
