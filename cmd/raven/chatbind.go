@@ -13,6 +13,7 @@ import (
 	"github.com/raven-agent/raven/internal/auth"
 	"github.com/raven-agent/raven/internal/chat"
 	"github.com/raven-agent/raven/internal/controlapi"
+	"github.com/raven-agent/raven/internal/controlapi/api"
 	"github.com/raven-agent/raven/internal/questions"
 	"github.com/raven-agent/raven/internal/runtime"
 	"github.com/raven-agent/raven/internal/spine"
@@ -78,13 +79,12 @@ type conversationOps interface {
 type gatewayConversations struct{ c *controlapi.Client }
 
 func (g gatewayConversations) open(ctx context.Context, conv, dir string) (questions.OpenResult, error) {
-	var res questions.OpenResult
-	err := g.c.Call(ctx, questions.MethodConversationsOpen, questions.OpenParams{Conversation: conv, Workspace: dir}, &res)
-	return res, err
+	return controlapi.Invoke(ctx, g.c, api.ConversationsOpen, questions.OpenParams{Conversation: conv, Workspace: dir})
 }
 
 func (g gatewayConversations) native(ctx context.Context, conv, seat string, release bool) error {
-	return g.c.Call(ctx, questions.MethodConversationsNative, questions.NativeParams{Conversation: conv, Seat: seat, Release: release}, nil)
+	_, err := controlapi.Invoke(ctx, g.c, api.ConversationsNative, questions.NativeParams{Conversation: conv, Seat: seat, Release: release})
+	return err
 }
 
 // localConversations works on the chat runtime's own store as the local

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"github.com/raven-agent/raven/internal/controlapi/api"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -47,7 +48,7 @@ func linkedWorktree(t *testing.T) string {
 // returns the model request that turn made.
 func ownerTurn(t *testing.T, e *Env, conv, text string) fakeopenai.Request {
 	t.Helper()
-	e.Call("chat.send", map[string]any{"conversation": conv, "text": text}, nil)
+	Call(e, api.ChatSend, api.ChatSendParams{Conversation: conv, Text: text})
 	var got fakeopenai.Request
 	e.Eventually(20*time.Second, "model request for "+text, func() bool {
 		for _, r := range e.Model.Requests() {
@@ -63,9 +64,7 @@ func ownerTurn(t *testing.T, e *Env, conv, text string) fakeopenai.Request {
 
 func openOwner(t *testing.T, e *Env, conv, dir string) questions.OpenResult {
 	t.Helper()
-	var res questions.OpenResult
-	e.Call(questions.MethodConversationsOpen, questions.OpenParams{Conversation: conv, Workspace: dir}, &res)
-	return res
+	return Call(e, api.ConversationsOpen, questions.OpenParams{Conversation: conv, Workspace: dir})
 }
 
 // Every real owner-workspace turn carries the read-only membership fact in
@@ -173,7 +172,7 @@ func askOnce(t *testing.T, e *Env, conv, question string) questions.Snapshot {
 	t.Helper()
 	e.Model.Enqueue(fakeopenai.Call("conversation_question", map[string]any{"question": question, "options": []string{"tea", "coffee"}}),
 		fakeopenai.Text("asked."))
-	e.Call("chat.send", map[string]any{"conversation": conv, "text": "ask me: " + question}, nil)
+	Call(e, api.ChatSend, api.ChatSendParams{Conversation: conv, Text: "ask me: " + question})
 	var snap questions.Snapshot
 	e.Eventually(20*time.Second, "question pending", func() bool {
 		r := e.Run("conversations", "questions", conv, "--json")
