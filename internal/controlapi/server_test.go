@@ -345,7 +345,7 @@ func TestBroadcastAndNotifier(t *testing.T) {
 	e := newEnv(t, nil)
 	ctx := context.Background()
 	notifiers := make(chan Notifier, 1)
-	e.srv.Handle("test.watch", Read, func(ctx context.Context, call *Call) (any, error) {
+	e.srv.handle("test.watch", Read, func(ctx context.Context, call *Call) (any, error) {
 		notifiers <- call.Notifier()
 		return nil, call.Notify("test.hi", map[string]string{"to": call.Principal.Name})
 	})
