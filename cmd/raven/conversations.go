@@ -39,19 +39,20 @@ const (
 (take control first, or a read-only/captain/revoked credential).`
 )
 
-// questionOps are the dispatcher operations the CLI calls. A running
+// questionOps are the dispatcher operations the CLI calls, each with the
+// contract's request and result (api.Input*, api.Conversations*). A running
 // gateway serves them over the control API (the principal is then the
 // token file's); without one only reads run, on the database directly.
 type questionOps interface {
-	InputGet(ctx context.Context, p auth.Principal, params json.RawMessage) (any, error)
-	InputAnswer(ctx context.Context, p auth.Principal, params json.RawMessage) (any, error)
-	InputCancel(ctx context.Context, p auth.Principal, params json.RawMessage) (any, error)
-	ConversationsList(ctx context.Context, p auth.Principal, params json.RawMessage) (any, error)
-	ConversationsShow(ctx context.Context, p auth.Principal, params json.RawMessage) (any, error)
-	ConversationsNew(ctx context.Context, p auth.Principal, params json.RawMessage) (any, error)
-	ConversationsReset(ctx context.Context, p auth.Principal, params json.RawMessage) (any, error)
-	ConversationsTake(ctx context.Context, p auth.Principal, params json.RawMessage) (any, error)
-	ConversationsRelease(ctx context.Context, p auth.Principal, params json.RawMessage) (any, error)
+	InputGet(ctx context.Context, in questions.GetParams) (questions.Snapshot, error)
+	InputAnswer(ctx context.Context, in questions.AnswerParams) (questions.Receipt, error)
+	InputCancel(ctx context.Context, in questions.CancelParams) (questions.Receipt, error)
+	ConversationsList(ctx context.Context, in api.Empty) (questions.ListResult, error)
+	ConversationsShow(ctx context.Context, in questions.ConversationParams) (questions.ConversationView, error)
+	ConversationsNew(ctx context.Context, in questions.NewParams) (questions.ConversationView, error)
+	ConversationsReset(ctx context.Context, in questions.ConversationParams) (questions.ConversationView, error)
+	ConversationsTake(ctx context.Context, in questions.TakeParams) (questions.TakeResult, error)
+	ConversationsRelease(ctx context.Context, in questions.ConversationParams) (questions.ReleaseResult, error)
 }
 
 // convFlags are the flags the conversations commands share.
@@ -133,7 +134,55 @@ func openQuestionOps(cmd *cobra.Command, g *globals, cf *convFlags, write bool) 
 		db.Close()
 		return nil, nil, err
 	}
-	return store, func() { db.Close() }, nil
+	return directQuestions{s: store, p: localOperator}, func() { db.Close() }, nil
+}
+
+// directQuestions runs the operations on a questions store opened
+// read-only, as principal p; writes reach it only to be refused by the
+// store (openQuestionOps refuses them first).
+type directQuestions struct {
+	s *questions.Store
+	p auth.Principal
+}
+
+func (d directQuestions) InputGet(ctx context.Context, in questions.GetParams) (questions.Snapshot, error) {
+	return d.s.Get(ctx, d.p, in)
+}
+
+func (d directQuestions) InputAnswer(ctx context.Context, in questions.AnswerParams) (questions.Receipt, error) {
+	return d.s.Answer(ctx, d.p, in)
+}
+
+func (d directQuestions) InputCancel(ctx context.Context, in questions.CancelParams) (questions.Receipt, error) {
+	return d.s.Cancel(ctx, d.p, in)
+}
+
+func (d directQuestions) ConversationsList(ctx context.Context, _ api.Empty) (questions.ListResult, error) {
+	cs, err := d.s.ListConversations(ctx, d.p)
+	if err != nil {
+		return questions.ListResult{}, err
+	}
+	return questions.ListResult{Conversations: cs}, nil
+}
+
+func (d directQuestions) ConversationsShow(ctx context.Context, in questions.ConversationParams) (questions.ConversationView, error) {
+	return d.s.ShowConversation(ctx, d.p, in.Conversation)
+}
+
+func (d directQuestions) ConversationsNew(ctx context.Context, in questions.NewParams) (questions.ConversationView, error) {
+	return d.s.NewConversation(ctx, d.p, in.Conversation, in.Kind, in.Workspace)
+}
+
+func (d directQuestions) ConversationsReset(ctx context.Context, in questions.ConversationParams) (questions.ConversationView, error) {
+	return d.s.ResetAs(ctx, d.p, in.Conversation)
+}
+
+func (d directQuestions) ConversationsTake(ctx context.Context, in questions.TakeParams) (questions.TakeResult, error) {
+	return d.s.TakeAs(ctx, d.p, in)
+}
+
+func (d directQuestions) ConversationsRelease(ctx context.Context, in questions.ConversationParams) (questions.ReleaseResult, error) {
+	return d.s.ReleaseControl(ctx, d.p, in.Conversation)
 }
 
 // emptyData answers reads on a data dir that has no database yet, without
@@ -142,104 +191,94 @@ type emptyData struct{ dir string }
 
 // Writes never reach emptyData (they are refused with no gateway); these
 // keep it a whole questionOps all the same.
-func (emptyData) InputAnswer(context.Context, auth.Principal, json.RawMessage) (any, error) {
-	return nil, errNoGatewayWrite
+func (emptyData) InputAnswer(context.Context, questions.AnswerParams) (questions.Receipt, error) {
+	return questions.Receipt{}, errNoGatewayWrite
 }
-func (emptyData) InputCancel(context.Context, auth.Principal, json.RawMessage) (any, error) {
-	return nil, errNoGatewayWrite
+func (emptyData) InputCancel(context.Context, questions.CancelParams) (questions.Receipt, error) {
+	return questions.Receipt{}, errNoGatewayWrite
 }
-func (emptyData) ConversationsNew(context.Context, auth.Principal, json.RawMessage) (any, error) {
-	return nil, errNoGatewayWrite
+func (emptyData) ConversationsNew(context.Context, questions.NewParams) (questions.ConversationView, error) {
+	return questions.ConversationView{}, errNoGatewayWrite
 }
-func (emptyData) ConversationsReset(context.Context, auth.Principal, json.RawMessage) (any, error) {
-	return nil, errNoGatewayWrite
+func (emptyData) ConversationsReset(context.Context, questions.ConversationParams) (questions.ConversationView, error) {
+	return questions.ConversationView{}, errNoGatewayWrite
 }
-func (emptyData) ConversationsTake(context.Context, auth.Principal, json.RawMessage) (any, error) {
-	return nil, errNoGatewayWrite
+func (emptyData) ConversationsTake(context.Context, questions.TakeParams) (questions.TakeResult, error) {
+	return questions.TakeResult{}, errNoGatewayWrite
 }
-func (emptyData) ConversationsRelease(context.Context, auth.Principal, json.RawMessage) (any, error) {
-	return nil, errNoGatewayWrite
+func (emptyData) ConversationsRelease(context.Context, questions.ConversationParams) (questions.ReleaseResult, error) {
+	return questions.ReleaseResult{}, errNoGatewayWrite
 }
 
-func (e emptyData) notFound(params json.RawMessage) error {
-	var in struct {
-		Conversation string `json:"conversation"`
-	}
-	_ = json.Unmarshal(params, &in)
-	return &remoteQuestionErr{msg: fmt.Sprintf("questions: not_found: no conversation %q (no database in %s yet)", in.Conversation, e.dir),
+func (e emptyData) notFound(conv string) error {
+	return &remoteQuestionErr{msg: fmt.Sprintf("questions: not_found: no conversation %q (no database in %s yet)", conv, e.dir),
 		code: questions.ErrNotFound}
 }
 
-func (e emptyData) ConversationsList(context.Context, auth.Principal, json.RawMessage) (any, error) {
+func (e emptyData) ConversationsList(context.Context, api.Empty) (questions.ListResult, error) {
 	return questions.ListResult{Conversations: []questions.ConversationView{}}, nil
 }
 
-func (e emptyData) ConversationsShow(_ context.Context, _ auth.Principal, params json.RawMessage) (any, error) {
-	return nil, e.notFound(params)
+func (e emptyData) ConversationsShow(_ context.Context, in questions.ConversationParams) (questions.ConversationView, error) {
+	return questions.ConversationView{}, e.notFound(in.Conversation)
 }
 
-func (e emptyData) InputGet(_ context.Context, _ auth.Principal, params json.RawMessage) (any, error) {
-	return nil, e.notFound(params)
+func (e emptyData) InputGet(_ context.Context, in questions.GetParams) (questions.Snapshot, error) {
+	return questions.Snapshot{}, e.notFound(in.Conversation)
 }
 
 // remoteQuestions calls the questions and conversations methods on the
-// gateway. The gateway authenticates the token; the principal argument is
-// not sent.
+// gateway. The gateway authenticates the token, so no principal is sent.
 type remoteQuestions struct{ c *controlapi.Client }
 
-func (r remoteQuestions) InputGet(ctx context.Context, _ auth.Principal, params json.RawMessage) (any, error) {
-	var s questions.Snapshot
-	return s, r.call(ctx, api.InputGet.Name(), params, &s)
+func (r remoteQuestions) InputGet(ctx context.Context, in questions.GetParams) (questions.Snapshot, error) {
+	return invokeGateway(ctx, r.c, api.InputGet, in)
 }
 
-func (r remoteQuestions) InputAnswer(ctx context.Context, _ auth.Principal, params json.RawMessage) (any, error) {
-	var rc questions.Receipt
-	return rc, r.call(ctx, api.InputAnswer.Name(), params, &rc)
+func (r remoteQuestions) InputAnswer(ctx context.Context, in questions.AnswerParams) (questions.Receipt, error) {
+	return invokeGateway(ctx, r.c, api.InputAnswer, in)
 }
 
-func (r remoteQuestions) InputCancel(ctx context.Context, _ auth.Principal, params json.RawMessage) (any, error) {
-	var rc questions.Receipt
-	return rc, r.call(ctx, api.InputCancel.Name(), params, &rc)
+func (r remoteQuestions) InputCancel(ctx context.Context, in questions.CancelParams) (questions.Receipt, error) {
+	return invokeGateway(ctx, r.c, api.InputCancel, in)
 }
 
-func (r remoteQuestions) ConversationsList(ctx context.Context, _ auth.Principal, params json.RawMessage) (any, error) {
-	var v questions.ListResult
-	return v, r.call(ctx, api.ConversationsList.Name(), params, &v)
+func (r remoteQuestions) ConversationsList(ctx context.Context, in api.Empty) (questions.ListResult, error) {
+	return invokeGateway(ctx, r.c, api.ConversationsList, in)
 }
 
-func (r remoteQuestions) ConversationsShow(ctx context.Context, _ auth.Principal, params json.RawMessage) (any, error) {
-	var v questions.ConversationView
-	return v, r.call(ctx, api.ConversationsShow.Name(), params, &v)
+func (r remoteQuestions) ConversationsShow(ctx context.Context, in questions.ConversationParams) (questions.ConversationView, error) {
+	return invokeGateway(ctx, r.c, api.ConversationsShow, in)
 }
 
-func (r remoteQuestions) ConversationsNew(ctx context.Context, _ auth.Principal, params json.RawMessage) (any, error) {
-	var v questions.ConversationView
-	return v, r.call(ctx, api.ConversationsNew.Name(), params, &v)
+func (r remoteQuestions) ConversationsNew(ctx context.Context, in questions.NewParams) (questions.ConversationView, error) {
+	return invokeGateway(ctx, r.c, api.ConversationsNew, in)
 }
 
-func (r remoteQuestions) ConversationsReset(ctx context.Context, _ auth.Principal, params json.RawMessage) (any, error) {
-	var v questions.ConversationView
-	return v, r.call(ctx, api.ConversationsReset.Name(), params, &v)
+func (r remoteQuestions) ConversationsReset(ctx context.Context, in questions.ConversationParams) (questions.ConversationView, error) {
+	return invokeGateway(ctx, r.c, api.ConversationsReset, in)
 }
 
-func (r remoteQuestions) ConversationsTake(ctx context.Context, _ auth.Principal, params json.RawMessage) (any, error) {
-	var v questions.TakeResult
-	return v, r.call(ctx, api.ConversationsTake.Name(), params, &v)
+func (r remoteQuestions) ConversationsTake(ctx context.Context, in questions.TakeParams) (questions.TakeResult, error) {
+	return invokeGateway(ctx, r.c, api.ConversationsTake, in)
 }
 
-func (r remoteQuestions) ConversationsRelease(ctx context.Context, _ auth.Principal, params json.RawMessage) (any, error) {
-	var v questions.ReleaseResult
-	return v, r.call(ctx, api.ConversationsRelease.Name(), params, &v)
+func (r remoteQuestions) ConversationsRelease(ctx context.Context, in questions.ConversationParams) (questions.ReleaseResult, error) {
+	return invokeGateway(ctx, r.c, api.ConversationsRelease, in)
 }
 
-func (r remoteQuestions) call(ctx context.Context, method string, params json.RawMessage, out any) error {
-	if err := r.c.Call(ctx, method, params, out); err != nil {
-		if controlapi.IsCode(err, controlapi.CodeMethodNotFound) {
-			return fmt.Errorf("conversations: the running gateway does not serve %s (it is older than this raven; restart it): %w", method, err)
-		}
-		return fromRPC(err)
+// invokeGateway is controlapi.Invoke with the gateway's refusals turned into
+// the errors the direct mode returns.
+func invokeGateway[Req, Resp any](ctx context.Context, c *controlapi.Client, m api.Method[Req, Resp], in Req) (Resp, error) {
+	resp, err := controlapi.Invoke(ctx, c, m, in)
+	if err == nil {
+		return resp, nil
 	}
-	return nil
+	var zero Resp
+	if controlapi.IsCode(err, controlapi.CodeMethodNotFound) {
+		return zero, fmt.Errorf("conversations: the running gateway does not serve %s (it is older than this raven; restart it): %w", m.Name(), err)
+	}
+	return zero, fromRPC(err)
 }
 
 // remoteQuestionErr is a questions refusal that came back over the control
@@ -338,7 +377,7 @@ func requireFlags(cmd *cobra.Command, names ...string) error {
 }
 
 // runOp opens the ops, runs one call and prints its result.
-func runOp(cmd *cobra.Command, g *globals, cf *convFlags, write bool, call func(questionOps) (any, error), print func(io.Writer, any) error) error {
+func runOp[Resp any](cmd *cobra.Command, g *globals, cf *convFlags, write bool, call func(questionOps) (Resp, error), print func(io.Writer, Resp) error) error {
 	ops, closeFn, err := openQuestionOps(cmd, g, cf, write)
 	if err != nil {
 		return err
@@ -351,11 +390,6 @@ func runOp(cmd *cobra.Command, g *globals, cf *convFlags, write bool, call func(
 	return print(cmd.OutOrStdout(), res)
 }
 
-func mustJSON(v any) json.RawMessage {
-	b, _ := json.Marshal(v)
-	return b
-}
-
 func newQuestionsCmd(g *globals, cf *convFlags) *cobra.Command {
 	var request string
 	var asJSON bool
@@ -364,12 +398,11 @@ func newQuestionsCmd(g *globals, cf *convFlags) *cobra.Command {
 		Short: "Show the conversation's current question (or --request) with its IDs, revision and receipt",
 		Args:  exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runOp(cmd, g, cf, false, func(ops questionOps) (any, error) {
-				return ops.InputGet(cmd.Context(), localOperator, mustJSON(questions.GetParams{Conversation: args[0], RequestID: request}))
-			}, func(w io.Writer, res any) error {
-				snap, ok := res.(questions.Snapshot)
-				if asJSON || g.json || !ok {
-					return printJSON(w, res)
+			return runOp(cmd, g, cf, false, func(ops questionOps) (questions.Snapshot, error) {
+				return ops.InputGet(cmd.Context(), questions.GetParams{Conversation: args[0], RequestID: request})
+			}, func(w io.Writer, snap questions.Snapshot) error {
+				if asJSON || g.json {
+					return printJSON(w, snap)
 				}
 				printSnapshot(w, snap)
 				return nil
@@ -377,7 +410,7 @@ func newQuestionsCmd(g *globals, cf *convFlags) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&request, "request", "", "show this retained request instead of the current one")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the input_get snapshot as JSON")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the "+api.InputGet.Name()+" snapshot as JSON")
 	return cmd
 }
 
@@ -481,12 +514,12 @@ func newAnswerCmd(g *globals, cf *convFlags) *cobra.Command {
 				}
 				text = strings.TrimRight(string(b), "\r\n")
 			}
-			return runOp(cmd, g, cf, true, func(ops questionOps) (any, error) {
-				return ops.InputAnswer(cmd.Context(), localOperator, mustJSON(questions.AnswerParams{
+			return runOp(cmd, g, cf, true, func(ops questionOps) (questions.Receipt, error) {
+				return ops.InputAnswer(cmd.Context(), questions.AnswerParams{
 					Conversation: args[0], RequestID: args[1], Incarnation: bf.incarnation, Revision: bf.revision,
 					OptionID: option, Text: text,
-				}))
-			}, func(w io.Writer, res any) error { return printReceiptResult(w, res, bf.asJSON || g.json) })
+				})
+			}, func(w io.Writer, rc questions.Receipt) error { return printReceiptResult(w, rc, bf.asJSON || g.json) })
 		},
 	}
 	bf.register(cmd)
@@ -506,21 +539,20 @@ func newCancelQuestionCmd(g *globals, cf *convFlags) *cobra.Command {
 			if err := requireFlags(cmd, "incarnation", "revision"); err != nil {
 				return err
 			}
-			return runOp(cmd, g, cf, true, func(ops questionOps) (any, error) {
-				return ops.InputCancel(cmd.Context(), localOperator, mustJSON(questions.CancelParams{
+			return runOp(cmd, g, cf, true, func(ops questionOps) (questions.Receipt, error) {
+				return ops.InputCancel(cmd.Context(), questions.CancelParams{
 					Conversation: args[0], RequestID: args[1], Incarnation: bf.incarnation, Revision: bf.revision,
-				}))
-			}, func(w io.Writer, res any) error { return printReceiptResult(w, res, bf.asJSON || g.json) })
+				})
+			}, func(w io.Writer, rc questions.Receipt) error { return printReceiptResult(w, rc, bf.asJSON || g.json) })
 		},
 	}
 	bf.register(cmd)
 	return cmd
 }
 
-func printReceiptResult(w io.Writer, res any, asJSON bool) error {
-	rc, ok := res.(questions.Receipt)
-	if asJSON || !ok {
-		return printJSON(w, res)
+func printReceiptResult(w io.Writer, rc questions.Receipt, asJSON bool) error {
+	if asJSON {
+		return printJSON(w, rc)
 	}
 	printReceipt(w, rc)
 	return nil

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/raven-agent/raven/internal/controlapi/api"
 	"github.com/raven-agent/raven/internal/questions"
 )
 
@@ -19,12 +20,11 @@ func newConvListCmd(g *globals, cf *convFlags) *cobra.Command {
 		Short: "List conversations: kind, workspace, whether each can hold a question, controller, pending request",
 		Args:  exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runOp(cmd, g, cf, false, func(ops questionOps) (any, error) {
-				return ops.ConversationsList(cmd.Context(), localOperator, mustJSON(struct{}{}))
-			}, func(w io.Writer, res any) error {
-				l, ok := res.(questions.ListResult)
-				if asJSON || g.json || !ok {
-					return printJSON(w, res)
+			return runOp(cmd, g, cf, false, func(ops questionOps) (questions.ListResult, error) {
+				return ops.ConversationsList(cmd.Context(), api.Empty{})
+			}, func(w io.Writer, l questions.ListResult) error {
+				if asJSON || g.json {
+					return printJSON(w, l)
 				}
 				if len(l.Conversations) == 0 {
 					fmt.Fprintln(w, "no conversations")
@@ -88,11 +88,10 @@ func printConversation(w io.Writer, c questions.ConversationView) {
 	}
 }
 
-func viewPrinter(g *globals, asJSON *bool) func(io.Writer, any) error {
-	return func(w io.Writer, res any) error {
-		v, ok := res.(questions.ConversationView)
-		if *asJSON || g.json || !ok {
-			return printJSON(w, res)
+func viewPrinter(g *globals, asJSON *bool) func(io.Writer, questions.ConversationView) error {
+	return func(w io.Writer, v questions.ConversationView) error {
+		if *asJSON || g.json {
+			return printJSON(w, v)
 		}
 		printConversation(w, v)
 		return nil
@@ -106,8 +105,8 @@ func newConvShowCmd(g *globals, cf *convFlags) *cobra.Command {
 		Short: "Show one conversation",
 		Args:  exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runOp(cmd, g, cf, false, func(ops questionOps) (any, error) {
-				return ops.ConversationsShow(cmd.Context(), localOperator, mustJSON(questions.ConversationParams{Conversation: args[0]}))
+			return runOp(cmd, g, cf, false, func(ops questionOps) (questions.ConversationView, error) {
+				return ops.ConversationsShow(cmd.Context(), questions.ConversationParams{Conversation: args[0]})
 			}, viewPrinter(g, &asJSON))
 		},
 	}
@@ -141,8 +140,8 @@ func newConvNewCmd(g *globals, cf *convFlags) *cobra.Command {
 				}
 				workspace = abs
 			}
-			return runOp(cmd, g, cf, true, func(ops questionOps) (any, error) {
-				return ops.ConversationsNew(cmd.Context(), localOperator, mustJSON(questions.NewParams{Conversation: id, Kind: questions.Kind(kind), Workspace: workspace}))
+			return runOp(cmd, g, cf, true, func(ops questionOps) (questions.ConversationView, error) {
+				return ops.ConversationsNew(cmd.Context(), questions.NewParams{Conversation: id, Kind: questions.Kind(kind), Workspace: workspace})
 			}, viewPrinter(g, &asJSON))
 		},
 	}
@@ -160,8 +159,8 @@ func newConvResetCmd(g *globals, cf *convFlags) *cobra.Command {
 		Short: "Rotate the conversation's incarnation; its pending question is cancelled",
 		Args:  exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runOp(cmd, g, cf, true, func(ops questionOps) (any, error) {
-				return ops.ConversationsReset(cmd.Context(), localOperator, mustJSON(questions.ConversationParams{Conversation: args[0]}))
+			return runOp(cmd, g, cf, true, func(ops questionOps) (questions.ConversationView, error) {
+				return ops.ConversationsReset(cmd.Context(), questions.ConversationParams{Conversation: args[0]})
 			}, viewPrinter(g, &asJSON))
 		},
 	}
@@ -180,12 +179,11 @@ func newConvTakeCmd(g *globals, cf *convFlags) *cobra.Command {
 			if ttl < 0 || ttl%time.Second != 0 {
 				return usageErr(fmt.Errorf("--ttl %s: want whole seconds", ttl))
 			}
-			return runOp(cmd, g, cf, true, func(ops questionOps) (any, error) {
-				return ops.ConversationsTake(cmd.Context(), localOperator, mustJSON(questions.TakeParams{Conversation: args[0], TTLSeconds: int(ttl / time.Second)}))
-			}, func(w io.Writer, res any) error {
-				r, ok := res.(questions.TakeResult)
-				if asJSON || g.json || !ok {
-					return printJSON(w, res)
+			return runOp(cmd, g, cf, true, func(ops questionOps) (questions.TakeResult, error) {
+				return ops.ConversationsTake(cmd.Context(), questions.TakeParams{Conversation: args[0], TTLSeconds: int(ttl / time.Second)})
+			}, func(w io.Writer, r questions.TakeResult) error {
+				if asJSON || g.json {
+					return printJSON(w, r)
 				}
 				fmt.Fprintf(w, "%s now controls %s until %s\n", r.Lease.Holder, r.Conversation, r.Lease.ExpiresAt.Local().Format(time.DateTime))
 				if r.Lease.Replaced != "" {
@@ -207,12 +205,11 @@ func newConvReleaseCmd(g *globals, cf *convFlags) *cobra.Command {
 		Short: "Release Take Control of the conversation",
 		Args:  exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runOp(cmd, g, cf, true, func(ops questionOps) (any, error) {
-				return ops.ConversationsRelease(cmd.Context(), localOperator, mustJSON(questions.ConversationParams{Conversation: args[0]}))
-			}, func(w io.Writer, res any) error {
-				r, ok := res.(questions.ReleaseResult)
-				if asJSON || g.json || !ok {
-					return printJSON(w, res)
+			return runOp(cmd, g, cf, true, func(ops questionOps) (questions.ReleaseResult, error) {
+				return ops.ConversationsRelease(cmd.Context(), questions.ConversationParams{Conversation: args[0]})
+			}, func(w io.Writer, r questions.ReleaseResult) error {
+				if asJSON || g.json {
+					return printJSON(w, r)
 				}
 				if r.Released {
 					fmt.Fprintf(w, "released control of %s\n", r.Conversation)

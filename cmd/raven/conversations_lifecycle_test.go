@@ -348,8 +348,7 @@ func TestConversationsNativeSeat(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	var res questions.NativeResult
-	rpc(t, c, api.ConversationsNative.Name(), questions.NativeParams{Conversation: "tui:n", Seat: "chat:4242"}, &res)
+	res := rpc(t, c, api.ConversationsNative, questions.NativeParams{Conversation: "tui:n", Seat: "chat:4242"})
 	if res.NativeOwner != "chat:4242" || res.CanHoldQuestion {
 		t.Fatalf("claim = %+v", res)
 	}
@@ -371,11 +370,11 @@ func TestConversationsNativeSeat(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pc.Close()
-	if err := pc.Call(ctx, api.ConversationsNative.Name(), questions.NativeParams{Conversation: "tui:n", Seat: "x"}, nil); !controlapi.IsCode(err, controlapi.CodeForbidden) {
+	if _, err := controlapi.Invoke(ctx, pc, api.ConversationsNative, questions.NativeParams{Conversation: "tui:n", Seat: "x"}); !controlapi.IsCode(err, controlapi.CodeForbidden) {
 		t.Fatalf("device claim: %v", err)
 	}
 
-	rpc(t, c, api.ConversationsNative.Name(), questions.NativeParams{Conversation: "tui:n", Seat: "chat:4242", Release: true}, &res)
+	rpc(t, c, api.ConversationsNative, questions.NativeParams{Conversation: "tui:n", Seat: "chat:4242", Release: true})
 	if out, err := run("show", "tui:n"); err != nil || !strings.Contains(out, "can hold one") {
 		t.Fatalf("show after release: %v\n%s", err, out)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/raven-agent/raven/internal/auth"
 	"github.com/raven-agent/raven/internal/controlapi"
+	"github.com/raven-agent/raven/internal/controlapi/api"
 	"github.com/raven-agent/raven/internal/questions"
 	"github.com/raven-agent/raven/internal/sqlitedb"
 )
@@ -122,7 +123,7 @@ func TestConversationsViaGateway(t *testing.T) {
 	db.Close()
 
 	// A scripted turn asks through the conversation_question tool.
-	rpc(t, c, "chat.send", map[string]any{"conversation": conv, "text": "set up my editor"}, nil)
+	rpc(t, c, api.ChatSend, api.ChatSendParams{Conversation: conv, Text: "set up my editor"})
 	var snap questions.Snapshot
 	eventually(t, "the pending question", func() bool {
 		out, errOut, err := runRavenIO(t, "", "--data-dir", dir, "conversations", "questions", conv, "--json")
@@ -168,8 +169,7 @@ func TestConversationsViaGateway(t *testing.T) {
 		var s questions.Snapshot
 		return err == nil && json.Unmarshal([]byte(out), &s) == nil && s.Receipt != nil && s.Receipt.Continuation == questions.RunFinished
 	})
-	var res controlapi.TailResult
-	rpc(t, c, "events.tail", map[string]any{"after_seq": 0, "limit": 200}, &res)
+	res := rpc(t, c, api.EventsTail, api.TailParams{AfterSeq: 0, Limit: 200})
 	var kinds []string
 	for _, e := range res.Events {
 		if e.Conversation == conv && strings.HasPrefix(e.Kind, "input_") {
@@ -257,13 +257,15 @@ func TestConversationsRefusedByGateway(t *testing.T) {
 }
 
 // rpc is a bounded control-API call that fails the test on error.
-func rpc(t *testing.T, c *controlapi.Client, method string, params, result any) {
+func rpc[Req, Resp any](t *testing.T, c *controlapi.Client, m api.Method[Req, Resp], req Req) Resp {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := c.Call(ctx, method, params, result); err != nil {
-		t.Fatalf("%s: %v", method, err)
+	resp, err := controlapi.Invoke(ctx, c, m, req)
+	if err != nil {
+		t.Fatalf("%s: %v", m.Name(), err)
 	}
+	return resp
 }
 
 // lastAssistant returns the newest assistant message of conv in raven.db.

@@ -11,14 +11,6 @@ import (
 	"github.com/raven-agent/raven/internal/eventlog"
 )
 
-// Wire names of the built-in notifications, for callers that match on the
-// untyped Notification.Method; the contract is api.NotifyEvent and
-// api.NotifyEventsDropped.
-const (
-	NotifyEvent         = string(api.NotifyEvent)
-	NotifyEventsDropped = string(api.NotifyEventsDropped)
-)
-
 // LeaseStore is the Take Control part of *auth.Store.
 type LeaseStore interface {
 	TakeControl(ctx context.Context, p auth.Principal, conversation string, ttl time.Duration) (auth.Lease, error)

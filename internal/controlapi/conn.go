@@ -18,11 +18,6 @@ import (
 
 const (
 	methodHello = string(api.Hello)
-	// NotifyClosing is the last notification a dropped connection gets,
-	// with params {"reason": ...}: slow_consumer, frame_too_large,
-	// hello_timeout, auth_failures, shutdown. A pre-auth connection closed
-	// to make room (reason preauth_evicted) gets nothing.
-	NotifyClosing = string(api.NotifyClosing)
 	// maxHelloFailures closes a connection that keeps presenting bad tokens.
 	maxHelloFailures = 5
 	// closeGrace bounds the final flush of a closing connection.
@@ -350,7 +345,10 @@ func (c *conn) finalFlush(bw *bufio.Writer) {
 		}
 	}
 	if reason != "" {
-		if f, err := encodeNotification(NotifyClosing, map[string]string{"reason": reason}); err == nil {
+		// api.NotifyClosing is the last thing a dropped connection gets; a
+		// pre-auth connection closed to make room (reason preauth_evicted)
+		// gets nothing.
+		if f, err := encodeNotification(api.NotifyClosing.Name(), api.ClosingParams{Reason: reason}); err == nil {
 			bw.Write(f)
 		}
 	}

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/raven-agent/raven/internal/controlapi/api"
 )
 
 // startTLS serves e.srv on a TLS listener on 127.0.0.1 and returns its
@@ -94,11 +96,11 @@ func TestPreAuthFloodDoesNotLockOutOperator(t *testing.T) {
 		if err != nil {
 			t.Fatalf("operator dial %d during the flood: %v", i, err)
 		}
-		if err := c.Call(ctx, "ping", nil, nil); err != nil {
+		if err := c.Call(ctx, api.Ping.Name(), nil, nil); err != nil {
 			t.Fatalf("operator call %d during the flood: %v", i, err)
 		}
 		c.Close()
-		if err := early.Call(ctx, "ping", nil, nil); err != nil {
+		if err := early.Call(ctx, api.Ping.Name(), nil, nil); err != nil {
 			t.Fatalf("operator connected before the flood: %v", err)
 		}
 	}
@@ -107,7 +109,7 @@ func TestPreAuthFloodDoesNotLockOutOperator(t *testing.T) {
 		t.Fatalf("device over TLS during the flood: %v", err)
 	}
 	defer dev.Close()
-	if err := dev.Call(ctx, "ping", nil, nil); err != nil {
+	if err := dev.Call(ctx, api.Ping.Name(), nil, nil); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -81,7 +81,7 @@ func newEnv(t testing.TB, mod func(*Options)) *env {
 	}
 	e.srv = NewServer(opts)
 	e.srv.RegisterBuiltins(Builtins{Leases: store, Events: events, Version: "test"})
-	e.srv.Handle("test.operator_only", Operator, func(ctx context.Context, call *Call) (any, error) { return "ok", nil })
+	e.srv.handle("test.operator_only", Operator, func(ctx context.Context, call *Call) (any, error) { return "ok", nil })
 	ln, err := ListenUnix(e.sock)
 	if err != nil {
 		t.Fatal(err)

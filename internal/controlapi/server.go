@@ -55,10 +55,10 @@ func (a Access) Allows(p auth.Principal) bool {
 	return false
 }
 
-// HandlerFunc serves one method. A returned *RPCError reaches the client
+// handlerFunc serves one method. A returned *RPCError reaches the client
 // as is; auth/eventlog typed errors are mapped to their codes; anything else
 // becomes an internal error (logged, not sent).
-type HandlerFunc func(ctx context.Context, call *Call) (any, error)
+type handlerFunc func(ctx context.Context, call *Call) (any, error)
 
 // Call is one authenticated request.
 type Call struct {
@@ -158,7 +158,7 @@ type Server struct {
 
 type handler struct {
 	access Access
-	fn     HandlerFunc
+	fn     handlerFunc
 }
 
 // NewServer returns a server with auth.hello registered. Add the built-in
@@ -200,9 +200,11 @@ func NewServer(opts Options) *Server {
 	}
 }
 
-// Handle registers h for method with the access it requires. Registering a
-// method twice replaces it. auth.hello is reserved.
-func (s *Server) Handle(method string, access Access, h HandlerFunc) {
+// handle registers h for method with the access it requires. Registering a
+// method twice replaces it. auth.hello is reserved. It is unexported so
+// every method outside this package is registered through Handle, typed by
+// the contract.
+func (s *Server) handle(method string, access Access, h handlerFunc) {
 	if method == methodHello {
 		return
 	}

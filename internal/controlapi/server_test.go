@@ -177,7 +177,7 @@ func TestOversizedFrameClosesConnection(t *testing.T) {
 	if m.Error == nil || m.Error.Code != CodeInvalidRequest || !strings.Contains(m.Error.Message, "4096") {
 		t.Fatalf("oversized: %+v", m)
 	}
-	if m := rc.recv(); m.Method != NotifyClosing || !strings.Contains(string(m.Params), "frame_too_large") {
+	if m := rc.recv(); m.Method != api.NotifyClosing.Name() || !strings.Contains(string(m.Params), "frame_too_large") {
 		t.Fatalf("notice: %+v", m)
 	}
 	if _, err := rc.r.ReadBytes('\n'); !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && err == nil {
@@ -281,7 +281,7 @@ func TestEventsTailAndSubscribe(t *testing.T) {
 	for want := int64(1); want <= 4; want++ {
 		n := <-c.Notifications()
 		var ev eventlog.Event
-		if n.Method != NotifyEvent || json.Unmarshal(n.Params, &ev) != nil || ev.Seq != want {
+		if n.Method != api.NotifyEvent.Name() || json.Unmarshal(n.Params, &ev) != nil || ev.Seq != want {
 			t.Fatalf("notification %d: %s %s", want, n.Method, n.Params)
 		}
 	}
@@ -293,7 +293,7 @@ func TestEventsTailAndSubscribe(t *testing.T) {
 	e.events.Append(ctx, "k", "", nil)
 	n := <-c.Notifications()
 	var dp DroppedParams
-	if n.Method != NotifyEventsDropped || json.Unmarshal(n.Params, &dp) != nil || dp.Reason != "unauthorized" || dp.LastSeq != 4 {
+	if n.Method != api.NotifyEventsDropped.Name() || json.Unmarshal(n.Params, &dp) != nil || dp.Reason != "unauthorized" || dp.LastSeq != 4 {
 		t.Fatalf("after revoke: %s %s", n.Method, n.Params)
 	}
 }
@@ -345,7 +345,7 @@ func TestBroadcastAndNotifier(t *testing.T) {
 	e := newEnv(t, nil)
 	ctx := context.Background()
 	notifiers := make(chan Notifier, 1)
-	e.srv.Handle("test.watch", Read, func(ctx context.Context, call *Call) (any, error) {
+	e.srv.handle("test.watch", Read, func(ctx context.Context, call *Call) (any, error) {
 		notifiers <- call.Notifier()
 		return nil, call.Notify("test.hi", map[string]string{"to": call.Principal.Name})
 	})
@@ -491,7 +491,7 @@ func TestShutdownNotifiesClients(t *testing.T) {
 		t.Fatal(err)
 	}
 	n := <-c2.Notifications()
-	if n.Method != NotifyClosing || !strings.Contains(string(n.Params), "shutdown") {
+	if n.Method != api.NotifyClosing.Name() || !strings.Contains(string(n.Params), "shutdown") {
 		t.Fatalf("got %+v", n)
 	}
 	<-c2.Done()

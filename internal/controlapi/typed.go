@@ -9,7 +9,7 @@ import (
 )
 
 // TypedHandler serves one method of the contract: req is already decoded
-// strictly; the returned error follows HandlerFunc's rules.
+// strictly; the returned error follows handlerFunc's rules.
 type TypedHandler[Req, Resp any] func(ctx context.Context, call *Call, req Req) (Resp, error)
 
 // Handle registers fn for m with the access it requires. Params are decoded
@@ -20,7 +20,7 @@ func Handle[Req, Resp any](s *Server, m api.Method[Req, Resp], access Access, fn
 
 // HandleLimits is Handle with explicit decoding limits.
 func HandleLimits[Req, Resp any](s *Server, m api.Method[Req, Resp], access Access, lim Limits, fn TypedHandler[Req, Resp]) {
-	s.Handle(m.Name(), access, func(ctx context.Context, call *Call) (any, error) {
+	s.handle(m.Name(), access, func(ctx context.Context, call *Call) (any, error) {
 		var req Req
 		if err := DecodeStrictLimits(call.Params, &req, lim); err != nil {
 			return nil, err

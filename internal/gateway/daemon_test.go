@@ -120,7 +120,9 @@ func TestGatewayServesTheContract(t *testing.T) {
 	for _, name := range []string{api.Ping.Name(), api.Whoami.Name(), api.GatewayStatus.Name(), api.EventsTail.Name(),
 		api.EventsSubscribe.Name(), api.EventsUnsubscribe.Name(), api.ControlTake.Name(), api.ControlRelease.Name(),
 		api.ControlGet.Name(), api.ChatSend.Name(), api.ChatAttach.Name(), api.ClarifyRespond.Name(),
-		api.InputGet.Name(), api.InputAnswer.Name(), api.InputCancel.Name()} {
+		api.InputGet.Name(), api.InputAnswer.Name(), api.InputCancel.Name(),
+		api.ConversationsList.Name(), api.ConversationsShow.Name(), api.ConversationsOpen.Name(), api.ConversationsNew.Name(),
+		api.ConversationsReset.Name(), api.ConversationsTake.Name(), api.ConversationsRelease.Name(), api.ConversationsNative.Name()} {
 		err := c.Call(ctx, name, map[string]int{"not_in_the_contract": 1}, nil)
 		if !controlapi.IsCode(err, controlapi.CodeInvalidParams) {
 			t.Errorf("%s with an unknown field: %v, want invalid params", name, err)

@@ -395,7 +395,7 @@ func TestClarifyRespondHandler(t *testing.T) {
 			defer cancel()
 			res := bh.askAsync(ctx, "tui:main", threeQs[1:2], time.Hour)
 			bh.next(t)
-			_, err := hd.ClarifyRespond(context.Background(), tt.p, json.RawMessage(tt.params))
+			err := strictly(context.Background(), tt.p, []byte(tt.params), hd.Respond)
 			if tt.code != "" {
 				wantCode(t, err, tt.code)
 				cancel()

@@ -2,7 +2,6 @@ package questions
 
 import (
 	"context"
-	"encoding/json"
 	"strings"
 
 	"github.com/raven-agent/raven/internal/auth"
@@ -29,16 +28,6 @@ type ClarifyRespondResult struct {
 type ClarifyHandler struct {
 	Broker    *Broker
 	Authority Authority
-}
-
-// ClarifyRespond decodes params strictly, checks the caller may answer on
-// the conversation, and hands the answer to the broker.
-func (h *ClarifyHandler) ClarifyRespond(ctx context.Context, p auth.Principal, params json.RawMessage) (any, error) {
-	var in ClarifyRespondParams
-	if err := decodeStrict(params, &in); err != nil {
-		return nil, err
-	}
-	return h.Respond(ctx, p, in)
 }
 
 // Respond checks the decoded params and the caller's right to answer on

@@ -3,7 +3,6 @@ package questions
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -81,33 +80,6 @@ func (p *AnswerParams) validate() error {
 
 func (p CancelParams) validate() error {
 	return validateBinding(p.Conversation, p.RequestID, p.Incarnation, p.Revision)
-}
-
-// InputGet serves input_get: decode strictly, then Get.
-func (s *Store) InputGet(ctx context.Context, p auth.Principal, params json.RawMessage) (any, error) {
-	var in GetParams
-	if err := decodeStrict(params, &in); err != nil {
-		return nil, err
-	}
-	return s.Get(ctx, p, in)
-}
-
-// InputAnswer serves input_answer: decode strictly, then Answer.
-func (s *Store) InputAnswer(ctx context.Context, p auth.Principal, params json.RawMessage) (any, error) {
-	var in AnswerParams
-	if err := decodeStrict(params, &in); err != nil {
-		return nil, err
-	}
-	return s.Answer(ctx, p, in)
-}
-
-// InputCancel serves input_cancel: decode strictly, then Cancel.
-func (s *Store) InputCancel(ctx context.Context, p auth.Principal, params json.RawMessage) (any, error) {
-	var in CancelParams
-	if err := decodeStrict(params, &in); err != nil {
-		return nil, err
-	}
-	return s.Cancel(ctx, p, in)
 }
 
 // Get returns the question snapshot. A pending question that became invalid

@@ -208,15 +208,45 @@ func TestHandlersStrict(t *testing.T) {
 	ctx := context.Background()
 	leases := &fakeLeases{taken: map[string]string{}}
 	h := newHarness(t, func(o *StoreOptions) { o.Leases = leases })
-	// The raw handlers the CLI's database path uses; the gateway serves the
-	// same operations typed (gateway.RegisterQuestions).
-	methods := map[string]func(context.Context, auth.Principal, json.RawMessage) (any, error){
-		"list": h.store.ConversationsList, "show": h.store.ConversationsShow, "open": h.store.ConversationsOpen,
-		"new": h.store.ConversationsNew, "reset": h.store.ConversationsReset, "take": h.store.ConversationsTake,
-		"release": h.store.ConversationsRelease, "native": h.store.ConversationsNative,
+	// The operations gateway.RegisterQuestions serves, each behind a strict
+	// decode of its DTO as the control API does it.
+	s := h.store
+	methods := map[string]func(context.Context, auth.Principal, []byte) error{
+		"list": func(ctx context.Context, p auth.Principal, b []byte) error {
+			return strictly(ctx, p, b, func(ctx context.Context, p auth.Principal, _ struct{}) ([]ConversationView, error) {
+				return s.ListConversations(ctx, p)
+			})
+		},
+		"show": func(ctx context.Context, p auth.Principal, b []byte) error {
+			return strictly(ctx, p, b, func(ctx context.Context, p auth.Principal, in ConversationParams) (ConversationView, error) {
+				return s.ShowConversation(ctx, p, in.Conversation)
+			})
+		},
+		"open": func(ctx context.Context, p auth.Principal, b []byte) error {
+			return strictly(ctx, p, b, func(ctx context.Context, p auth.Principal, in OpenParams) (OpenResult, error) {
+				return s.OpenOwner(ctx, p, in.Conversation, in.Workspace)
+			})
+		},
+		"new": func(ctx context.Context, p auth.Principal, b []byte) error {
+			return strictly(ctx, p, b, func(ctx context.Context, p auth.Principal, in NewParams) (ConversationView, error) {
+				return s.NewConversation(ctx, p, in.Conversation, in.Kind, in.Workspace)
+			})
+		},
+		"reset": func(ctx context.Context, p auth.Principal, b []byte) error {
+			return strictly(ctx, p, b, func(ctx context.Context, p auth.Principal, in ConversationParams) (ConversationView, error) {
+				return s.ResetAs(ctx, p, in.Conversation)
+			})
+		},
+		"take": func(ctx context.Context, p auth.Principal, b []byte) error { return strictly(ctx, p, b, s.TakeAs) },
+		"release": func(ctx context.Context, p auth.Principal, b []byte) error {
+			return strictly(ctx, p, b, func(ctx context.Context, p auth.Principal, in ConversationParams) (ReleaseResult, error) {
+				return s.ReleaseControl(ctx, p, in.Conversation)
+			})
+		},
+		"native": func(ctx context.Context, p auth.Principal, b []byte) error { return strictly(ctx, p, b, s.Native) },
 	}
-	call := func(name string, p auth.Principal, params string) (any, error) {
-		return methods[name](ctx, p, json.RawMessage(params))
+	call := func(name string, p auth.Principal, params string) error {
+		return methods[name](ctx, p, []byte(params))
 	}
 	ws, _ := json.Marshal(h.ws)
 	tests := []struct {
@@ -224,7 +254,7 @@ func TestHandlersStrict(t *testing.T) {
 		p              auth.Principal
 		code           string
 	}{
-		{"list", ``, operator, ""},
+		{"list", `{}`, operator, ""},
 		{"list", `{"x":1}`, operator, CodeInvalidParams},
 		{"show", `{"conversation":"tui:main"}`, captain, ""},
 		{"show", `{"conversation":"tui:main","extra":true}`, operator, CodeInvalidParams},
@@ -244,7 +274,7 @@ func TestHandlersStrict(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.method+tt.params, func(t *testing.T) {
-			_, err := call(tt.method, tt.p, tt.params)
+			err := call(tt.method, tt.p, tt.params)
 			wantCode(t, err, tt.code)
 		})
 	}

@@ -79,7 +79,7 @@ func TestStrictDTOs(t *testing.T) {
 	long := strings.Repeat("x", MaxAnswerTextLen+1)
 	tests := []struct {
 		name   string
-		op     func(context.Context, auth.Principal, []byte) (any, error)
+		op     func(context.Context, auth.Principal, []byte) error
 		params string
 	}{
 		{"answer unknown field", h.inputAnswer, `{` + valid + `,"option_id":"` + s.Request.Options[0].OptionID + `","force":true}`},
@@ -100,7 +100,7 @@ func TestStrictDTOs(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := tt.op(context.Background(), operator, []byte(tt.params))
+			err := tt.op(context.Background(), operator, []byte(tt.params))
 			wantCode(t, err, CodeInvalidParams)
 		})
 	}
@@ -109,19 +109,31 @@ func TestStrictDTOs(t *testing.T) {
 		t.Fatalf("question disturbed by bad input: %+v %v", got, err)
 	}
 	// The valid form of the same call is accepted.
-	if _, err := h.inputAnswer(context.Background(), operator, []byte(`{`+valid+`,"text":"tabs, but 4 wide"}`)); err != nil {
+	if err := h.inputAnswer(context.Background(), operator, []byte(`{`+valid+`,"text":"tabs, but 4 wide"}`)); err != nil {
 		t.Fatal(err)
 	}
 }
 
-func (h *harness) inputAnswer(ctx context.Context, p auth.Principal, b []byte) (any, error) {
-	return h.store.InputAnswer(ctx, p, b)
+func (h *harness) inputAnswer(ctx context.Context, p auth.Principal, b []byte) error {
+	return strictly(ctx, p, b, h.store.Answer)
 }
-func (s *Store) inputGet(ctx context.Context, p auth.Principal, b []byte) (any, error) {
-	return s.InputGet(ctx, p, b)
+func (s *Store) inputGet(ctx context.Context, p auth.Principal, b []byte) error {
+	return strictly(ctx, p, b, s.Get)
 }
-func (s *Store) inputCancel(ctx context.Context, p auth.Principal, b []byte) (any, error) {
-	return s.InputCancel(ctx, p, b)
+func (s *Store) inputCancel(ctx context.Context, p auth.Principal, b []byte) error {
+	return strictly(ctx, p, b, s.Cancel)
+}
+
+// strictly decodes raw params into the DTO the way a strict transport
+// does, then runs the typed operation: the DTO's bounds and the
+// operation's checks are tested together.
+func strictly[Req, Resp any](ctx context.Context, p auth.Principal, b []byte, op func(context.Context, auth.Principal, Req) (Resp, error)) error {
+	var in Req
+	if err := decodeStrict(b, &in); err != nil {
+		return err
+	}
+	_, err := op(ctx, p, in)
+	return err
 }
 
 func TestDuplicateAnswerReturnsOriginalReceipt(t *testing.T) {

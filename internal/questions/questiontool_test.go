@@ -59,7 +59,7 @@ func BenchmarkInputAnswer(b *testing.B) {
 		s := h.ask()
 		params := raw(b, answerFor(s, 0))
 		b.StartTimer()
-		if _, err := h.store.InputAnswer(ctx, operator, params); err != nil {
+		if err := h.inputAnswer(ctx, operator, params); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -71,7 +71,7 @@ func BenchmarkAskAndAnswer(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		s := h.ask()
-		if _, err := h.store.InputAnswer(ctx, operator, raw(b, answerFor(s, 0))); err != nil {
+		if err := h.inputAnswer(ctx, operator, raw(b, answerFor(s, 0))); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -82,12 +82,12 @@ func BenchmarkDuplicateAnswer(b *testing.B) {
 	ctx := context.Background()
 	s := h.ask()
 	params := raw(b, answerFor(s, 0))
-	if _, err := h.store.InputAnswer(ctx, operator, params); err != nil {
+	if err := h.inputAnswer(ctx, operator, params); err != nil {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := h.store.InputAnswer(ctx, operator, params); err != nil {
+		if err := h.inputAnswer(ctx, operator, params); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/raven-agent/raven/internal/auth"
 	"github.com/raven-agent/raven/internal/channels"
+	"github.com/raven-agent/raven/internal/controlapi/api"
 	"github.com/raven-agent/raven/internal/llm"
 	"github.com/raven-agent/raven/internal/questions"
 	"github.com/raven-agent/raven/internal/spine"
@@ -116,14 +117,15 @@ func runAskUser(ctx context.Context, e *env) error {
 	e.clk.Advance(4 * time.Minute)
 	conv := tui
 	choice := 0
-	params, err := json.Marshal(questions.ClarifyRespondParams{Conversation: conv, Batch: req.Batch, Choice: &choice})
+	in := questions.ClarifyRespondParams{Conversation: conv, Batch: req.Batch, Choice: &choice}
+	params, err := json.Marshal(in)
 	if err != nil {
 		return err
 	}
-	e.emit(Event{Kind: "clarify.respond", Label: "owner (tui)", Text: "clarify.respond " + string(params),
+	e.emit(Event{Kind: api.ClarifyRespond.Name(), Label: "owner (tui)", Text: api.ClarifyRespond.Name() + " " + string(params),
 		Data: map[string]any{"conversation": conv, "params": json.RawMessage(params)}})
 	h := &questions.ClarifyHandler{Broker: rt.Broker()}
-	_, err = h.ClarifyRespond(ctx, auth.Principal{Name: "operator", Role: auth.RoleOperator}, params)
+	_, err = h.Respond(ctx, auth.Principal{Name: "operator", Role: auth.RoleOperator}, in)
 	if !errors.Is(err, questions.ErrExpired) {
 		return fmt.Errorf("a late answer got %v, want an expired refusal", err)
 	}

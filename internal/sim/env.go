@@ -15,6 +15,7 @@ import (
 
 	"github.com/raven-agent/raven/internal/clock"
 	"github.com/raven-agent/raven/internal/config"
+	"github.com/raven-agent/raven/internal/controlapi/api"
 	"github.com/raven-agent/raven/internal/cron"
 	"github.com/raven-agent/raven/internal/llm"
 	"github.com/raven-agent/raven/internal/questions"
@@ -162,7 +163,7 @@ func (s tuiScreen) Ask(req questions.ClarifyRequest) {
 	if err != nil {
 		payload = []byte(err.Error())
 	}
-	s.e.emit(Event{Kind: "clarify.request", Label: "broker", Text: "clarify.request → TUI clients of " + conv + "\n" + string(payload),
+	s.e.emit(Event{Kind: api.NotifyClarifyRequest.Name(), Label: "broker", Text: api.NotifyClarifyRequest.Name() + " → TUI clients of " + conv + "\n" + string(payload),
 		Why:  "the turn is paused inside the tool; a TUI draws its prompt from this payload, chat channels get text instead",
 		Data: map[string]any{"conversation": conv, "payload": req}})
 	select {

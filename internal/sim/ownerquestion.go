@@ -10,6 +10,7 @@ import (
 
 	"github.com/raven-agent/raven/internal/auth"
 	"github.com/raven-agent/raven/internal/channels"
+	"github.com/raven-agent/raven/internal/controlapi/api"
 	"github.com/raven-agent/raven/internal/llm"
 	"github.com/raven-agent/raven/internal/questions"
 	"github.com/raven-agent/raven/internal/runtime"
@@ -64,13 +65,13 @@ func runOwnerQuestion(ctx context.Context, e *env) error {
 	// 1. The TUI opens its owner conversation in the project directory.
 	open, err := st.OpenOwner(ctx, operator, conv, project)
 	if err != nil {
-		return fmt.Errorf("conversations.open: %w", err)
+		return fmt.Errorf("%s: %w", api.ConversationsOpen.Name(), err)
 	}
-	e.emit(Event{Kind: "conversation.open", Label: "tui", Text: fmt.Sprintf("conversations.open %s → owner, incarnation %s", conv, open.Incarnation),
+	e.emit(Event{Kind: "conversation.open", Label: "tui", Text: fmt.Sprintf("%s %s → owner, incarnation %s", api.ConversationsOpen.Name(), conv, open.Incarnation),
 		Why:  "an authenticated operator session working in an existing directory is an owner conversation: the only kind that can hold a question",
 		Data: map[string]any{"conversation": conv, "incarnation": open.Incarnation, "created": open.Created, "can_hold_question": open.CanHoldQuestion}})
 	if !open.Created || !open.CanHoldQuestion {
-		return fmt.Errorf("conversations.open: created=%v can_hold=%v (%s)", open.Created, open.CanHoldQuestion, open.HoldReason)
+		return fmt.Errorf("%s: created=%v can_hold=%v (%s)", api.ConversationsOpen.Name(), open.Created, open.CanHoldQuestion, open.HoldReason)
 	}
 	if _, err := e.attach(ctx, rt, conv, screen{e}); err != nil {
 		return err
@@ -98,12 +99,12 @@ func runOwnerQuestion(ctx context.Context, e *env) error {
 	if _, err := st.Answer(ctx, tablet, pick); questions.CodeOf(err) != questions.CodeForbidden {
 		return fmt.Errorf("the tablet answered without Take Control: %v", err)
 	} else {
-		e.emit(Event{Kind: "question.refused", Label: "tablet", Text: "input_answer refused: " + err.Error(),
+		e.emit(Event{Kind: "question.refused", Label: "tablet", Text: api.InputAnswer.Name() + " refused: " + err.Error(),
 			Data: map[string]any{"code": string(questions.CodeOf(err))}})
 	}
 	take, err := st.Take(ctx, tablet, conv, 0)
 	if err != nil {
-		return fmt.Errorf("control.take: %w", err)
+		return fmt.Errorf("%s: %w", api.ConversationsTake.Name(), err)
 	}
 	e.emit(Event{Kind: "control.take", Label: "tablet", Text: fmt.Sprintf("Take Control of %s: lease until %s", conv, take.Lease.ExpiresAt.Format("15:04")),
 		Why:  "a control device answers only while it holds the lease; authority is re-checked on every answer",
@@ -112,9 +113,9 @@ func runOwnerQuestion(ctx context.Context, e *env) error {
 	// 4. The answer: receipt and continuation run committed together.
 	rec, err := st.Answer(ctx, tablet, pick)
 	if err != nil {
-		return fmt.Errorf("input_answer: %w", err)
+		return fmt.Errorf("%s: %w", api.InputAnswer.Name(), err)
 	}
-	e.emit(Event{Kind: "question.answered", Label: "tablet", Text: fmt.Sprintf("input_answer %q → accepted, receipt %s, run %s", first.Request.Options[1].Label, short(rec.ReceiptID), short(rec.RunID)),
+	e.emit(Event{Kind: "question.answered", Label: "tablet", Text: fmt.Sprintf("%s %q → accepted, receipt %s, run %s", api.InputAnswer.Name(), first.Request.Options[1].Label, short(rec.ReceiptID), short(rec.RunID)),
 		Why:  "accepted means the answer and its continuation run were stored; the run is an ANSWER-origin turn",
 		Data: map[string]any{"receipt": rec.ReceiptID, "run_id": rec.RunID, "status": rec.Status, "by": rec.By}})
 	if _, err := e.expect(ctx, "the continuation's reply", func(m spine.Message) bool {
@@ -141,12 +142,12 @@ func runOwnerQuestion(ctx context.Context, e *env) error {
 	// 5. Reset rotates the incarnation.
 	reset, err := st.ResetAs(ctx, operator, conv)
 	if err != nil {
-		return fmt.Errorf("conversations.reset: %w", err)
+		return fmt.Errorf("%s: %w", api.ConversationsReset.Name(), err)
 	}
 	if reset.Incarnation == open.Incarnation {
 		return fmt.Errorf("reset kept incarnation %s", reset.Incarnation)
 	}
-	e.emit(Event{Kind: "conversation.reset", Label: "tui", Text: fmt.Sprintf("conversations.reset → incarnation %s → %s", short(open.Incarnation), short(reset.Incarnation)),
+	e.emit(Event{Kind: "conversation.reset", Label: "tui", Text: fmt.Sprintf("%s → incarnation %s → %s", api.ConversationsReset.Name(), short(open.Incarnation), short(reset.Incarnation)),
 		Data: map[string]any{"old": open.Incarnation, "new": reset.Incarnation}})
 
 	// 6. Another question, then a restart: Recover cancels it, replays nothing.
@@ -165,7 +166,7 @@ func runOwnerQuestion(ctx context.Context, e *env) error {
 	}
 	after, err := rt.Questions().Get(ctx, operator, questions.GetParams{Conversation: conv, RequestID: second.Request.RequestID})
 	if err != nil {
-		return fmt.Errorf("input_get after restart: %w", err)
+		return fmt.Errorf("%s after restart: %w", api.InputGet.Name(), err)
 	}
 	if after.Receipt == nil || after.Receipt.Status != "cancelled" || after.Receipt.Reason != "restart" {
 		return fmt.Errorf("after restart the question is %+v, want cancelled (restart)", after.Receipt)
@@ -214,7 +215,7 @@ func (e *env) askedTurn(ctx context.Context, rt *runtime.Runtime, p auth.Princip
 	}
 	snap, err := rt.Questions().Get(ctx, p, questions.GetParams{Conversation: conv})
 	if err != nil {
-		return questions.Snapshot{}, fmt.Errorf("input_get: %w", err)
+		return questions.Snapshot{}, fmt.Errorf("%s: %w", api.InputGet.Name(), err)
 	}
 	if snap.Status != "pending" || snap.Request == nil || snap.Request.Question != question {
 		return questions.Snapshot{}, fmt.Errorf("after the turn the question is %+v, want %q pending", snap, question)

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/raven-agent/raven/internal/controlapi/api"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -230,7 +232,7 @@ func TestDemoJSONShowsEveryProactivePath(t *testing.T) {
 		}},
 		{"outbox keeps", "outbox", "outbox.queued", eq("waiting", 2.0)},
 		{"outbox shown on attach", "outbox", "outbox.delivered", func(d map[string]any) bool { return d["count"] == 2.0 && d["left"] == 0.0 }},
-		{"ask_user on a TUI", "ask_user", "clarify.request", nil},
+		{"ask_user on a TUI", "ask_user", api.NotifyClarifyRequest.Name(), nil},
 		{"ask_user expired", "ask_user", "clarify.expired", nil},
 		{"owner conversation opened", "owner_question", "conversation.open", func(d map[string]any) bool {
 			return d["created"] == true && d["can_hold_question"] == true

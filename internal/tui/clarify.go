@@ -6,13 +6,17 @@ import (
 	"time"
 
 	tea "charm.land/bubbletea/v2"
+
+	"github.com/raven-agent/raven/internal/controlapi"
+	"github.com/raven-agent/raven/internal/controlapi/api"
+	"github.com/raven-agent/raven/internal/questions"
 )
 
 // clarifyState is the ClarifyPrompt: a single-select over the choices plus
 // a last "other" row for a free-form answer. Text typed while a choice is
 // selected travels beside it as a note.
 type clarifyState struct {
-	req      ClarifyRequest
+	req      questions.ClarifyRequest
 	deadline time.Time
 	cursor   int
 	// sending is set while clarify.respond is in flight, so a second
@@ -23,7 +27,7 @@ type clarifyState struct {
 	answer string
 }
 
-func newClarify(r ClarifyRequest, now time.Time) *clarifyState {
+func newClarify(r questions.ClarifyRequest, now time.Time) *clarifyState {
 	c := &clarifyState{req: r, deadline: now.Add(time.Duration(r.TimeoutS) * time.Second)}
 	// Start on the recommended choice: it is a hint the owner can accept
 	// with one key, never an answer taken on their behalf.
@@ -65,7 +69,7 @@ func (m *Model) respondClarify(text string) tea.Cmd {
 		return cmd
 	}
 	idx := c.req.Index
-	p := ClarifyRespondParams{Conversation: m.o.Conversation, Batch: c.req.Batch, Index: &idx}
+	p := questions.ClarifyRespondParams{Conversation: m.o.Conversation, Batch: c.req.Batch, Index: &idx}
 	if c.onOther() {
 		if text == "" {
 			m.notice = "type an answer, or pick a choice with ↑/↓"
@@ -85,7 +89,32 @@ func (m *Model) respondClarify(text string) tea.Cmd {
 		c.answer = "[" + c.req.Header + "] " + c.answer
 	}
 	c.sending = true
-	return m.callTagged("clarify", c.tag(), MethodClarifyRespond, p)
+	return rpcTagged(m, "clarify", c.tag(), api.ClarifyRespond, p, (*Model).clarifyDone)
+}
+
+// clarifyDone settles the prompt the answer was for, when it is still the
+// one on screen.
+func (m *Model) clarifyDone(r reply[questions.ClarifyRespondResult]) tea.Cmd {
+	mine := m.clarify != nil && m.clarify.tag() == r.tag
+	if r.err != nil {
+		m.notice = "answer refused: " + r.err.Error()
+		// Not found or conflict: the question is gone (answered
+		// elsewhere, timed out, superseded, gateway restarted). Keeping
+		// it would trap every Enter until its countdown ran out.
+		if mine && (controlapi.IsCode(r.err, controlapi.CodeNotFound) || controlapi.IsCode(r.err, controlapi.CodeConflict)) {
+			m.clarify = nil
+			m.notice += " — the question is no longer open"
+		} else if mine {
+			m.clarify.sending = false
+		}
+		return nil
+	}
+	m.notice = "answer sent"
+	if mine {
+		m.addMessage("you", m.clarify.answer)
+		m.clarify = nil
+	}
+	return nil
 }
 
 func (m *Model) clarifyView(b *strings.Builder) {

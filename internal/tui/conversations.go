@@ -5,58 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/raven-agent/raven/internal/controlapi"
 	"github.com/raven-agent/raven/internal/controlapi/api"
-)
-
-// Conversation lifecycle methods the TUI calls (internal/questions serves
-// them).
-const (
-	MethodConversationsList    = string(api.ConversationsList)
-	MethodConversationsTake    = string(api.ConversationsTake)
-	MethodConversationsRelease = string(api.ConversationsRelease)
-	MethodConversationsOpen    = string(api.ConversationsOpen)
-)
-
-// Conversation-lifecycle DTOs, mirroring internal/questions.
-type (
-	ConversationParams struct {
-		Conversation string `json:"conversation"`
-	}
-	OpenParams struct {
-		Conversation string `json:"conversation"`
-		Workspace    string `json:"workspace"`
-	}
-	ConversationItem struct {
-		ID              string `json:"id"`
-		Kind            string `json:"kind"`
-		NativeOwner     string `json:"native_owner,omitempty"`
-		CanHoldQuestion bool   `json:"can_hold_question"`
-		HoldReason      string `json:"hold_reason,omitempty"`
-		Controller      string `json:"controller,omitempty"`
-		PendingRequest  string `json:"pending_request,omitempty"`
-		Workspace       struct {
-			Path string `json:"path"`
-		} `json:"workspace"`
-	}
-	ConversationList struct {
-		Conversations []ConversationItem `json:"conversations"`
-	}
-	TakeResult struct {
-		Conversation string `json:"conversation"`
-		Lease        struct {
-			Holder    string    `json:"holder"`
-			ExpiresAt time.Time `json:"expires_at"`
-			Replaced  string    `json:"replaced,omitempty"`
-		} `json:"lease"`
-	}
-	ReleaseResult struct {
-		Released bool `json:"released"`
-	}
+	"github.com/raven-agent/raven/internal/questions"
 )
 
 // refusal renders a refused call whole, with the advice that fits it: a
@@ -82,77 +36,78 @@ func errorCode(err error) (code, reason string) {
 		return "", ""
 	}
 	b, _ := json.Marshal(re.Data)
-	var d struct {
-		Code   string `json:"questions_code"`
-		Reason string `json:"reason"`
-	}
+	var d api.QuestionErrorData
 	_ = json.Unmarshal(b, &d)
 	return d.Code, d.Reason
 }
 
 // conversationCommand runs /take, /release and /conversations.
 func (m *Model) conversationCommand(verb string) tea.Cmd {
-	p := ConversationParams{Conversation: m.o.Conversation}
 	switch verb {
 	case "/take":
-		return m.call("take", MethodConversationsTake, p)
+		return rpc(m, "take", api.ConversationsTake, questions.TakeParams{Conversation: m.o.Conversation}, (*Model).takeDone)
 	case "/release":
-		return m.call("release", MethodConversationsRelease, p)
+		return rpc(m, "release", api.ConversationsRelease, questions.ConversationParams{Conversation: m.o.Conversation}, (*Model).releaseDone)
 	}
-	return m.call("conversations", MethodConversationsList, struct{}{})
+	return rpc(m, "conversations", api.ConversationsList, api.Empty{}, (*Model).listDone)
 }
 
-func (m *Model) conversationDone(r rpcDoneMsg) tea.Cmd {
+// openDone reads the question once the binding is settled; a refused
+// binding is said, since this conversation then holds no questions.
+func (m *Model) openDone(r reply[questions.OpenResult]) tea.Cmd {
+	if r.err != nil {
+		m.notice = "owner conversation not bound to " + m.o.Workspace + " (no questions here): " + r.err.Error()
+	}
+	return m.refreshQuestion()
+}
+
+func (m *Model) takeDone(r reply[questions.TakeResult]) tea.Cmd {
 	if r.err != nil {
 		m.notice = refusal(r.what, r.err)
-		if r.what == "open" {
-			m.notice = "owner conversation not bound to " + m.o.Workspace + " (no questions here): " + r.err.Error()
-			return m.refreshQuestion()
-		}
 		return nil
 	}
-	switch r.what {
-	case "open":
-		return m.refreshQuestion()
-	case "take":
-		var t TakeResult
-		_ = json.Unmarshal(r.result, &t)
-		m.notice = fmt.Sprintf("%s controls %s until %s", t.Lease.Holder, t.Conversation, t.Lease.ExpiresAt.Local().Format("15:04:05"))
-		if t.Lease.Replaced != "" {
-			m.notice += " (replaced " + t.Lease.Replaced + ")"
-		}
-		// Authority changed: what is answerable is re-read, never assumed.
-		return m.refreshQuestion()
-	case "release":
-		var rr ReleaseResult
-		_ = json.Unmarshal(r.result, &rr)
-		m.notice = "released control of " + m.o.Conversation
-		if !rr.Released {
-			m.notice = "nobody held control of " + m.o.Conversation
-		}
-	case "conversations":
-		var l ConversationList
-		if err := json.Unmarshal(r.result, &l); err != nil {
-			m.notice = "conversations: bad answer: " + err.Error()
-			return nil
-		}
-		m.panel = m.panel[:0]
-		for _, c := range l.Conversations {
-			m.panel = append(m.panel, describeConversation(c, c.ID == m.o.Conversation))
-		}
-		if len(m.panel) == 0 {
-			m.panel = append(m.panel, "no conversations")
-		}
+	t := r.resp
+	m.notice = fmt.Sprintf("%s controls %s until %s", t.Lease.Holder, t.Conversation, t.Lease.ExpiresAt.Local().Format("15:04:05"))
+	if t.Lease.Replaced != "" {
+		m.notice += " (replaced " + t.Lease.Replaced + ")"
+	}
+	// Authority changed: what is answerable is re-read, never assumed.
+	return m.refreshQuestion()
+}
+
+func (m *Model) releaseDone(r reply[questions.ReleaseResult]) tea.Cmd {
+	if r.err != nil {
+		m.notice = refusal(r.what, r.err)
+		return nil
+	}
+	m.notice = "released control of " + m.o.Conversation
+	if !r.resp.Released {
+		m.notice = "nobody held control of " + m.o.Conversation
 	}
 	return nil
 }
 
-func describeConversation(c ConversationItem, current bool) string {
+func (m *Model) listDone(r reply[questions.ListResult]) tea.Cmd {
+	if r.err != nil {
+		m.notice = refusal(r.what, r.err)
+		return nil
+	}
+	m.panel = m.panel[:0]
+	for _, c := range r.resp.Conversations {
+		m.panel = append(m.panel, describeConversation(c, c.ID == m.o.Conversation))
+	}
+	if len(m.panel) == 0 {
+		m.panel = append(m.panel, "no conversations")
+	}
+	return nil
+}
+
+func describeConversation(c questions.ConversationView, current bool) string {
 	mark := "  "
 	if current {
 		mark = "▸ "
 	}
-	parts := []string{mark + c.ID, c.Kind}
+	parts := []string{mark + c.ID, string(c.Kind)}
 	if c.Workspace.Path != "" {
 		parts = append(parts, c.Workspace.Path)
 	}

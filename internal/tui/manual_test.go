@@ -7,6 +7,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/raven-agent/raven/internal/controlapi/api"
+	"github.com/raven-agent/raven/internal/questions"
 )
 
 // echoClient is a scripted gateway for trying the TUI by hand: it echoes
@@ -25,20 +28,20 @@ func (e *echoClient) Call(_ context.Context, method string, params, result any) 
 		return context.Canceled
 	}
 	e.seq++
-	e.push("events.event", map[string]any{"seq": e.seq, "kind": "call." + method, "conversation": "tui:main"})
-	if method == MethodChatSend {
-		p := params.(ChatSendParams)
+	e.push(api.NotifyEvent.Name(), map[string]any{"seq": e.seq, "kind": "call." + method, "conversation": "tui:main"})
+	if method == api.ChatSend.Name() {
+		p := params.(api.ChatSendParams)
 		if strings.Contains(p.Text, "ask") {
-			e.push(NotifyClarifyRequest, ClarifyRequest{Question: "Which environment?", Choices: []string{"staging", "prod"},
+			e.push(api.NotifyClarifyRequest.Name(), questions.ClarifyRequest{Question: "Which environment?", Choices: []string{"staging", "prod"},
 				Header: "Deploy", Recommended: "staging", TimeoutS: 90, Index: 0, Total: 1, Batch: "b"})
 		} else {
-			e.push(NotifyChatMessage, ChatMessage{Conversation: "tui:main", Content: "echo: " + p.Text, Reply: true})
-			e.push(NotifyChatMessage, ChatMessage{Conversation: "tui:main", Content: "Reminder: stretch.", Proactive: true})
+			e.push(api.NotifyChatMessage.Name(), api.ChatMessage{Conversation: "tui:main", Content: "echo: " + p.Text, Reply: true})
+			e.push(api.NotifyChatMessage.Name(), api.ChatMessage{Conversation: "tui:main", Content: "Reminder: stretch.", Proactive: true})
 		}
 	}
-	if method == MethodInputGet {
-		b, _ := json.Marshal(Snapshot{Conversation: "tui:main", Revision: 3, Incarnation: "i", Status: "pending",
-			Request: &RequestView{RequestID: "r", Question: "Which tracker do you use?", Options: []Option{{"a", "Linear"}, {"b", "GitHub"}}}})
+	if method == api.InputGet.Name() {
+		b, _ := json.Marshal(questions.Snapshot{Conversation: "tui:main", Revision: 3, Incarnation: "i", Status: "pending",
+			Request: &questions.RequestView{RequestID: "r", Question: "Which tracker do you use?", Options: []questions.Option{{OptionID: "a", Label: "Linear"}, {OptionID: "b", Label: "GitHub"}}}})
 		return json.Unmarshal(b, result)
 	}
 	return json.Unmarshal([]byte(`{"status":"accepted","run_id":"run-1"}`), result)

@@ -14,6 +14,8 @@ import (
 
 	"github.com/raven-agent/raven/internal/clock"
 	"github.com/raven-agent/raven/internal/controlapi"
+	"github.com/raven-agent/raven/internal/controlapi/api"
+	"github.com/raven-agent/raven/internal/questions"
 )
 
 // ProactiveMarker marks a message Raven sent on its own (same text as the
@@ -68,7 +70,7 @@ type Model struct {
 	lastSeq int64
 
 	clarify  *clarifyState
-	question *Snapshot
+	question *questions.Snapshot
 	notice   string
 	// panel is the last /conversations answer, shown until the next command.
 	panel []string
@@ -112,10 +114,11 @@ type (
 		n   Notification
 	}
 	disconnectedMsg struct{ gen int }
-	rpcDoneMsg      struct {
-		what, tag string
-		result    json.RawMessage
-		err       error
+	// rpcDoneMsg is one finished call; handle gives its typed reply to the
+	// code that made the call, on the UI goroutine.
+	rpcDoneMsg struct {
+		what   string
+		handle func(m *Model) tea.Cmd
 	}
 	// TickMsg repaints the clarify countdown.
 	TickMsg struct{}
@@ -148,13 +151,21 @@ func listen(gen int, c Client) tea.Cmd {
 	}
 }
 
-// call runs one RPC off the UI goroutine.
-func (m *Model) call(what, method string, params any) tea.Cmd {
-	return m.callTagged(what, "", method, params)
+// reply is one finished call: what it was for, the tag naming what on
+// screen it answers, and its typed result.
+type reply[Resp any] struct {
+	what, tag string
+	resp      Resp
+	err       error
 }
 
-// callTagged is call with a tag naming what the reply belongs to.
-func (m *Model) callTagged(what, tag, method string, params any) tea.Cmd {
+// rpc runs meth off the UI goroutine; done gets its reply.
+func rpc[Req, Resp any](m *Model, what string, meth api.Method[Req, Resp], req Req, done func(*Model, reply[Resp]) tea.Cmd) tea.Cmd {
+	return rpcTagged(m, what, "", meth, req, done)
+}
+
+// rpcTagged is rpc with a tag naming what the reply belongs to.
+func rpcTagged[Req, Resp any](m *Model, what, tag string, meth api.Method[Req, Resp], req Req, done func(*Model, reply[Resp]) tea.Cmd) tea.Cmd {
 	c := m.client
 	if c == nil {
 		m.notice = "not connected: " + what + " not sent"
@@ -163,9 +174,9 @@ func (m *Model) callTagged(what, tag, method string, params any) tea.Cmd {
 	return func() tea.Msg {
 		ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
 		defer cancel()
-		var res json.RawMessage
-		err := c.Call(ctx, method, params, &res)
-		return rpcDoneMsg{what: what, tag: tag, result: res, err: err}
+		resp, err := invoke(ctx, c, meth, req)
+		r := reply[Resp]{what: what, tag: tag, resp: resp, err: err}
+		return rpcDoneMsg{what: what, handle: func(m *Model) tea.Cmd { return done(m, r) }}
 	}
 }
 
@@ -192,11 +203,11 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		fetch := m.refreshQuestion()
 		if m.o.Workspace != "" {
 			// The question is read once the binding is settled.
-			fetch = m.call("open", MethodConversationsOpen, OpenParams{Conversation: m.o.Conversation, Workspace: m.o.Workspace})
+			fetch = rpc(m, "open", api.ConversationsOpen, questions.OpenParams{Conversation: m.o.Conversation, Workspace: m.o.Workspace}, (*Model).openDone)
 		}
 		return m, tea.Batch(
 			listen(m.gen, msg.client),
-			m.call("attach", MethodChatAttach, ChatAttachParams{Conversation: m.o.Conversation}),
+			rpc(m, "attach", api.ChatAttach, api.ChatAttachParams{Conversation: m.o.Conversation}, (*Model).attachDone),
 			m.subscribe(),
 			fetch,
 		)
@@ -216,7 +227,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 		return m, tea.Batch(m.notification(msg.n), listen(m.gen, m.client))
 	case rpcDoneMsg:
-		return m, m.rpcDone(msg)
+		return m, msg.handle(m)
 	case TickMsg:
 		if m.clarify != nil {
 			return m, m.tick()
@@ -241,20 +252,20 @@ func (m *Model) lost(why string) tea.Cmd {
 
 // subscribe starts the event feed, after the last event shown if any.
 func (m *Model) subscribe() tea.Cmd {
-	var p controlapi.SubscribeParams
+	var p api.SubscribeParams
 	if m.lastSeq > 0 {
 		after := m.lastSeq
 		p.AfterSeq = &after
 	}
-	return m.call("subscribe", MethodEventsSubscribe, p)
+	return rpc(m, "subscribe", api.EventsSubscribe, p, (*Model).subscribeDone)
 }
 
 func (m *Model) notification(n Notification) tea.Cmd {
 	switch n.Method {
-	case NotifyChatMessage:
-		var cm ChatMessage
-		if err := json.Unmarshal(n.Params, &cm); err != nil {
-			m.addEvent("bad chat.message: " + err.Error())
+	case api.NotifyChatMessage.Name():
+		cm, _, err := controlapi.DecodeNotification(n, api.NotifyChatMessage)
+		if err != nil {
+			m.addEvent("bad notification: " + err.Error())
 			return nil
 		}
 		if cm.Conversation != "" && cm.Conversation != m.o.Conversation {
@@ -265,27 +276,23 @@ func (m *Model) notification(n Notification) tea.Cmd {
 			who = "raven⚑"
 		}
 		m.addMessage(who, cm.Content)
-	case NotifyClarifyRequest:
-		var cr ClarifyRequest
-		if err := json.Unmarshal(n.Params, &cr); err != nil {
-			m.addEvent("bad clarify.request: " + err.Error())
+	case api.NotifyClarifyRequest.Name():
+		cr, _, err := controlapi.DecodeNotification(n, api.NotifyClarifyRequest)
+		if err != nil {
+			m.addEvent("bad notification: " + err.Error())
 			return nil
 		}
 		m.clarify = newClarify(cr, m.o.Clock.Now())
 		return m.tick()
-	case controlapi.NotifyEventsDropped:
+	case api.NotifyEventsDropped.Name():
 		// The gateway dropped this feed (we read too slowly); pick it up
 		// again where it stopped rather than silently going quiet.
-		var d controlapi.DroppedParams
-		_ = json.Unmarshal(n.Params, &d)
+		d, _, _ := controlapi.DecodeNotification(n, api.NotifyEventsDropped)
 		m.addEvent("event feed dropped (" + d.Reason + "); resubscribing")
 		m.lastSeq = max(m.lastSeq, d.LastSeq)
 		return m.subscribe()
-	case controlapi.NotifyClosing:
-		var c struct {
-			Reason string `json:"reason"`
-		}
-		_ = json.Unmarshal(n.Params, &c)
+	case api.NotifyClosing.Name():
+		c, _, _ := controlapi.DecodeNotification(n, api.NotifyClosing)
 		m.addEvent("gateway closed the connection: " + c.Reason)
 		// ask_user questions live in the gateway's memory and their turns
 		// are cancelled at shutdown: a prompt kept on screen could only
@@ -334,7 +341,7 @@ func summarizeEvent(n Notification) (summary, kind string, seq int64) {
 		}
 	}
 	parts := []string{}
-	if s, ok := ev["seq"].(float64); ok && n.Method == controlapi.NotifyEvent {
+	if s, ok := ev["seq"].(float64); ok && n.Method == api.NotifyEvent.Name() {
 		seq = int64(s)
 		parts = append(parts, fmt.Sprintf("#%d", seq))
 	}
@@ -448,55 +455,32 @@ func (m *Model) submit(text string) tea.Cmd {
 		return nil
 	}
 	m.addMessage("you", text)
-	return m.call("send", MethodChatSend, ChatSendParams{Conversation: m.o.Conversation, Text: text})
+	return rpc(m, "send", api.ChatSend, api.ChatSendParams{Conversation: m.o.Conversation, Text: text}, (*Model).sendDone)
 }
 
-func (m *Model) rpcDone(r rpcDoneMsg) tea.Cmd {
-	switch r.what {
-	case "attach":
-		// An older gateway without these methods still works for chat.
-		if r.err != nil {
-			m.addEvent(r.what + " unavailable: " + r.err.Error())
-		}
-	case "subscribe":
-		if r.err != nil {
-			m.addEvent(r.what + " unavailable: " + r.err.Error())
-			return nil
-		}
-		var res controlapi.SubscribeResult
-		if json.Unmarshal(r.result, &res) == nil && res.Missed {
-			m.addEvent(fmt.Sprintf("events before #%d were pruned before they could be shown", res.OldestRetained))
-		}
-	case "send":
-		if r.err != nil {
-			m.notice = "message not sent: " + r.err.Error()
-		}
-	case "clarify":
-		mine := m.clarify != nil && m.clarify.tag() == r.tag
-		if r.err != nil {
-			m.notice = "answer refused: " + r.err.Error()
-			// Not found or conflict: the question is gone (answered
-			// elsewhere, timed out, superseded, gateway restarted). Keeping
-			// it would trap every Enter until its countdown ran out.
-			if mine && (controlapi.IsCode(r.err, controlapi.CodeNotFound) || controlapi.IsCode(r.err, controlapi.CodeConflict)) {
-				m.clarify = nil
-				m.notice += " — the question is no longer open"
-			} else if mine {
-				m.clarify.sending = false
-			}
-			return nil
-		}
-		m.notice = "answer sent"
-		if mine {
-			m.addMessage("you", m.clarify.answer)
-			m.clarify = nil
-		}
-	case "question":
-		return m.questionFetched(r)
-	case "question-answer", "question-cancel":
-		return m.questionDone(r)
-	case "take", "release", "conversations", "open":
-		return m.conversationDone(r)
+// attachDone reports a refused chat.attach; an older gateway without it
+// still works for chat.
+func (m *Model) attachDone(r reply[api.ChatAttachResult]) tea.Cmd {
+	if r.err != nil {
+		m.addEvent(r.what + " unavailable: " + r.err.Error())
+	}
+	return nil
+}
+
+func (m *Model) subscribeDone(r reply[api.SubscribeResult]) tea.Cmd {
+	if r.err != nil {
+		m.addEvent(r.what + " unavailable: " + r.err.Error())
+		return nil
+	}
+	if r.resp.Missed {
+		m.addEvent(fmt.Sprintf("events before #%d were pruned before they could be shown", r.resp.OldestRetained))
+	}
+	return nil
+}
+
+func (m *Model) sendDone(r reply[api.ChatSendResult]) tea.Cmd {
+	if r.err != nil {
+		m.notice = "message not sent: " + r.err.Error()
 	}
 	return nil
 }

@@ -14,6 +14,8 @@ import (
 
 	"github.com/raven-agent/raven/internal/clock"
 	"github.com/raven-agent/raven/internal/controlapi"
+	"github.com/raven-agent/raven/internal/controlapi/api"
+	"github.com/raven-agent/raven/internal/questions"
 )
 
 func TestMain(m *testing.M) {
@@ -137,7 +139,7 @@ func newHarness(t *testing.T) *harness {
 				return nil, h.dialErr
 			}
 			c := newFakeClient()
-			c.results[MethodInputGet] = Snapshot{Conversation: "tui:main", Status: "none"}
+			c.results[api.InputGet.Name()] = questions.Snapshot{Conversation: "tui:main", Status: "none"}
 			h.clients = append(h.clients, c)
 			return c, nil
 		},
@@ -234,7 +236,7 @@ func (h *harness) connected() {
 	h.until("connected", func() bool {
 		c := h.client(0)
 		return h.m.connected && c != nil && h.m.question != nil &&
-			len(c.callsTo(MethodChatAttach)) == 1 && len(c.callsTo(MethodEventsSubscribe)) == 1
+			len(c.callsTo(api.ChatAttach.Name())) == 1 && len(c.callsTo(api.EventsSubscribe.Name())) == 1
 	})
 }
 
@@ -242,22 +244,22 @@ func TestChatSendAndMessages(t *testing.T) {
 	h := newHarness(t)
 	h.connected()
 	c := h.client(0)
-	if got := c.callsTo(MethodChatAttach); len(got) != 1 || string(got[0].Params) != `{"conversation":"tui:main"}` {
+	if got := c.callsTo(api.ChatAttach.Name()); len(got) != 1 || string(got[0].Params) != `{"conversation":"tui:main"}` {
 		t.Fatalf("attach calls %+v", got)
 	}
-	if len(c.callsTo(MethodEventsSubscribe)) != 1 {
+	if len(c.callsTo(api.EventsSubscribe.Name())) != 1 {
 		t.Fatal("events.subscribe not called")
 	}
 	h.typeText("hello raven")
 	h.press(tea.KeyEnter)
-	h.until("chat.send", func() bool { return len(c.callsTo(MethodChatSend)) == 1 })
-	if p := string(c.callsTo(MethodChatSend)[0].Params); p != `{"conversation":"tui:main","text":"hello raven"}` {
+	h.until(api.ChatSend.Name(), func() bool { return len(c.callsTo(api.ChatSend.Name())) == 1 })
+	if p := string(c.callsTo(api.ChatSend.Name())[0].Params); p != `{"conversation":"tui:main","text":"hello raven"}` {
 		t.Fatalf("chat.send params %s", p)
 	}
-	c.notify(t, NotifyChatMessage, ChatMessage{Conversation: "tui:main", Content: "hi, owner", Reply: true})
-	c.notify(t, NotifyChatMessage, ChatMessage{Conversation: "tui:main", Content: "time to stretch", Proactive: true})
-	c.notify(t, NotifyChatMessage, ChatMessage{Conversation: "telegram:1", Content: "not for this view"})
-	c.notify(t, "events.event", map[string]any{"seq": 41, "kind": "turn.finished", "conversation": "tui:main"})
+	c.notify(t, api.NotifyChatMessage.Name(), api.ChatMessage{Conversation: "tui:main", Content: "hi, owner", Reply: true})
+	c.notify(t, api.NotifyChatMessage.Name(), api.ChatMessage{Conversation: "tui:main", Content: "time to stretch", Proactive: true})
+	c.notify(t, api.NotifyChatMessage.Name(), api.ChatMessage{Conversation: "telegram:1", Content: "not for this view"})
+	c.notify(t, api.NotifyEvent.Name(), map[string]any{"seq": 41, "kind": "turn.finished", "conversation": "tui:main"})
 	h.until("messages shown", func() bool { return strings.Contains(h.view(), "#41 turn.finished") })
 	v := h.view()
 	for _, want := range []string{"you › hello raven", "raven › hi, owner", ProactiveMarker + "time to stretch", "● connected"} {
@@ -290,7 +292,7 @@ func TestClarifyPrompt(t *testing.T) {
 			h := newHarness(t)
 			h.connected()
 			c := h.client(0)
-			c.notify(t, NotifyClarifyRequest, ClarifyRequest{
+			c.notify(t, api.NotifyClarifyRequest.Name(), questions.ClarifyRequest{
 				Question: "Deploy where?", Choices: []string{"staging", "prod"}, Header: "Deploy",
 				Recommended: "prod", TimeoutS: 600, Index: 0, Total: 2, Batch: "b1",
 			})
@@ -315,14 +317,14 @@ func TestClarifyPrompt(t *testing.T) {
 				t.Fatalf("in-flight answer not shown:\n%s", h.view())
 			}
 			h.until("respond", func() bool { return h.m.clarify == nil })
-			got := c.callsTo(MethodClarifyRespond)
+			got := c.callsTo(api.ClarifyRespond.Name())
 			if len(got) != 1 || string(got[0].Params) != tt.want {
 				t.Fatalf("clarify.respond %+v, want %s", got, tt.want)
 			}
 			if !strings.Contains(h.view(), tt.shown) {
 				t.Fatalf("answer not in the transcript as %q:\n%s", tt.shown, h.view())
 			}
-			if len(c.callsTo(MethodChatSend)) != 0 {
+			if len(c.callsTo(api.ChatSend.Name())) != 0 {
 				t.Fatal("an answer leaked into chat.send")
 			}
 		})
@@ -345,11 +347,11 @@ func TestClarifyRefused(t *testing.T) {
 			h := newHarness(t)
 			h.connected()
 			c := h.client(0)
-			c.set(MethodClarifyRespond, nil, tt.err)
-			c.notify(t, NotifyClarifyRequest, ClarifyRequest{Question: "Name?", TimeoutS: 30, Total: 1, Batch: "b"})
+			c.set(api.ClarifyRespond.Name(), nil, tt.err)
+			c.notify(t, api.NotifyClarifyRequest.Name(), questions.ClarifyRequest{Question: "Name?", TimeoutS: 30, Total: 1, Batch: "b"})
 			h.until("prompt", func() bool { return h.m.clarify != nil })
 			h.press(tea.KeyEnter)
-			if !strings.Contains(h.view(), "type an answer") || len(c.callsTo(MethodClarifyRespond)) != 0 {
+			if !strings.Contains(h.view(), "type an answer") || len(c.callsTo(api.ClarifyRespond.Name())) != 0 {
 				t.Fatalf("empty free-form answer was not refused locally:\n%s", h.view())
 			}
 			h.typeText("Bob")
@@ -363,11 +365,11 @@ func TestClarifyRefused(t *testing.T) {
 			h.typeText("again")
 			h.press(tea.KeyEnter)
 			if tt.keptOpen {
-				h.until("retry", func() bool { return len(c.callsTo(MethodClarifyRespond)) == 2 })
+				h.until("retry", func() bool { return len(c.callsTo(api.ClarifyRespond.Name())) == 2 })
 				return
 			}
-			h.until("chat", func() bool { return len(c.callsTo(MethodChatSend)) == 1 })
-			if len(c.callsTo(MethodClarifyRespond)) != 1 {
+			h.until("chat", func() bool { return len(c.callsTo(api.ChatSend.Name())) == 1 })
+			if len(c.callsTo(api.ClarifyRespond.Name())) != 1 {
 				t.Fatal("a gone question was answered again")
 			}
 		})
@@ -389,7 +391,7 @@ func TestClarifyTimeUp(t *testing.T) {
 			h := newHarness(t)
 			h.connected()
 			c := h.client(0)
-			c.notify(t, NotifyClarifyRequest, ClarifyRequest{Question: "Name?", Choices: []string{"a"}, TimeoutS: 30, Total: 1, Batch: "b"})
+			c.notify(t, api.NotifyClarifyRequest.Name(), questions.ClarifyRequest{Question: "Name?", Choices: []string{"a"}, TimeoutS: 30, Total: 1, Batch: "b"})
 			h.until("prompt", func() bool { return h.m.clarify != nil })
 			h.clk.Advance(31 * time.Second)
 			h.send(TickMsg{})
@@ -401,8 +403,8 @@ func TestClarifyTimeUp(t *testing.T) {
 			if h.m.clarify != nil || !strings.Contains(h.view(), tt.notice) {
 				t.Fatalf("late enter:\n%s", h.view())
 			}
-			h.until("chat", func() bool { return len(c.callsTo(MethodChatSend)) == tt.chat })
-			if len(c.callsTo(MethodClarifyRespond)) != 0 {
+			h.until("chat", func() bool { return len(c.callsTo(api.ChatSend.Name())) == tt.chat })
+			if len(c.callsTo(api.ClarifyRespond.Name())) != 0 {
 				t.Fatal("an expired question was answered")
 			}
 		})
@@ -422,9 +424,9 @@ func TestGatewayShutdownClosesPrompt(t *testing.T) {
 			h := newHarness(t)
 			h.connected()
 			c := h.client(0)
-			c.notify(t, NotifyClarifyRequest, ClarifyRequest{Question: "Name?", TimeoutS: 30, Total: 1, Batch: "b"})
+			c.notify(t, api.NotifyClarifyRequest.Name(), questions.ClarifyRequest{Question: "Name?", TimeoutS: 30, Total: 1, Batch: "b"})
 			h.until("prompt", func() bool { return h.m.clarify != nil })
-			c.notify(t, controlapi.NotifyClosing, map[string]string{"reason": tt.reason})
+			c.notify(t, api.NotifyClosing.Name(), map[string]string{"reason": tt.reason})
 			h.until("closing", func() bool { return strings.Contains(h.view(), "closed the connection: "+tt.reason) })
 			if (h.m.clarify != nil) != tt.open {
 				t.Fatalf("prompt open=%v, want %v:\n%s", h.m.clarify != nil, tt.open, h.view())
@@ -437,15 +439,15 @@ func TestEventFeedResumes(t *testing.T) {
 	h := newHarness(t)
 	h.connected()
 	first := h.client(0)
-	first.set(MethodEventsSubscribe, controlapi.SubscribeResult{AfterSeq: 41, OldestRetained: 50, Missed: true}, nil)
-	if p := string(first.callsTo(MethodEventsSubscribe)[0].Params); p != `{}` {
+	first.set(api.EventsSubscribe.Name(), controlapi.SubscribeResult{AfterSeq: 41, OldestRetained: 50, Missed: true}, nil)
+	if p := string(first.callsTo(api.EventsSubscribe.Name())[0].Params); p != `{}` {
 		t.Fatalf("first subscribe %s, want the live feed", p)
 	}
-	first.notify(t, controlapi.NotifyEvent, map[string]any{"seq": 41, "kind": "turn.started", "conversation": "tui:main"})
+	first.notify(t, api.NotifyEvent.Name(), map[string]any{"seq": 41, "kind": "turn.started", "conversation": "tui:main"})
 	// A slow reader's feed is dropped by the gateway: pick it up again.
-	first.notify(t, controlapi.NotifyEventsDropped, controlapi.DroppedParams{Reason: "slow_subscriber", LastSeq: 45})
-	h.until("resubscribe", func() bool { return len(first.callsTo(MethodEventsSubscribe)) == 2 })
-	if p := string(first.callsTo(MethodEventsSubscribe)[1].Params); p != `{"after_seq":45}` {
+	first.notify(t, api.NotifyEventsDropped.Name(), controlapi.DroppedParams{Reason: "slow_subscriber", LastSeq: 45})
+	h.until("resubscribe", func() bool { return len(first.callsTo(api.EventsSubscribe.Name())) == 2 })
+	if p := string(first.callsTo(api.EventsSubscribe.Name())[1].Params); p != `{"after_seq":45}` {
 		t.Fatalf("resubscribe %s", p)
 	}
 	h.until("missed", func() bool { return strings.Contains(h.view(), "events before #50 were pruned") })
@@ -455,9 +457,9 @@ func TestEventFeedResumes(t *testing.T) {
 	h.send(ReconnectMsg{})
 	h.until("reconnect", func() bool {
 		c := h.client(1)
-		return c != nil && len(c.callsTo(MethodEventsSubscribe)) == 1
+		return c != nil && len(c.callsTo(api.EventsSubscribe.Name())) == 1
 	})
-	if p := string(h.client(1).callsTo(MethodEventsSubscribe)[0].Params); p != `{"after_seq":45}` {
+	if p := string(h.client(1).callsTo(api.EventsSubscribe.Name())[0].Params); p != `{"after_seq":45}` {
 		t.Fatalf("subscribe after reconnect %s", p)
 	}
 }
@@ -466,11 +468,11 @@ func TestQuestionNotFound(t *testing.T) {
 	h := newHarness(t)
 	h.connected()
 	c := h.client(0)
-	c.set(MethodInputGet, nil, &controlapi.RPCError{Code: controlapi.CodeNotFound, Message: `no conversation "tui:main"`})
+	c.set(api.InputGet.Name(), nil, &controlapi.RPCError{Code: controlapi.CodeNotFound, Message: `no conversation "tui:main"`})
 	// Fetched on its own (a lifecycle event): a conversation without
 	// owner questions is normal and stays quiet.
-	c.notify(t, controlapi.NotifyEvent, map[string]any{"seq": 3, "kind": "input_resolved", "conversation": "tui:main"})
-	h.until("refetch", func() bool { return len(c.callsTo(MethodInputGet)) == 2 && h.m.question == nil })
+	c.notify(t, api.NotifyEvent.Name(), map[string]any{"seq": 3, "kind": "input_resolved", "conversation": "tui:main"})
+	h.until("refetch", func() bool { return len(c.callsTo(api.InputGet.Name())) == 2 && h.m.question == nil })
 	if h.m.notice != "" {
 		t.Fatalf("automatic fetch raised a notice: %q", h.m.notice)
 	}
@@ -480,10 +482,10 @@ func TestQuestionNotFound(t *testing.T) {
 }
 
 func TestQuestionCommands(t *testing.T) {
-	snap := Snapshot{
+	snap := questions.Snapshot{
 		Conversation: "tui:main", Incarnation: "inc-1", Revision: 7, Status: "pending",
-		Request: &RequestView{RequestID: "req-1", Incarnation: "inc-1", Kind: "choice", Question: "Which tracker?",
-			Options: []Option{{"opt-a", "Linear"}, {"opt-b", "GitHub"}}, AllowText: true},
+		Request: &questions.RequestView{RequestID: "req-1", Incarnation: "inc-1", Kind: "choice", Question: "Which tracker?",
+			Options: []questions.Option{{OptionID: "opt-a", Label: "Linear"}, {OptionID: "opt-b", Label: "GitHub"}}, AllowText: true},
 	}
 	tests := []struct {
 		name    string
@@ -493,13 +495,13 @@ func TestQuestionCommands(t *testing.T) {
 		callErr error
 		notice  string
 	}{
-		{"answer option", "/question answer 2", MethodInputAnswer,
+		{"answer option", "/question answer 2", api.InputAnswer.Name(),
 			`{"conversation":"tui:main","request_id":"req-1","incarnation":"inc-1","revision":7,"option_id":"opt-b"}`, nil, "answer accepted"},
-		{"answer text", "/question text use both", MethodInputAnswer,
+		{"answer text", "/question text use both", api.InputAnswer.Name(),
 			`{"conversation":"tui:main","request_id":"req-1","incarnation":"inc-1","revision":7,"text":"use both"}`, nil, "answer accepted"},
-		{"cancel", "/question cancel", MethodInputCancel,
+		{"cancel", "/question cancel", api.InputCancel.Name(),
 			`{"conversation":"tui:main","request_id":"req-1","incarnation":"inc-1","revision":7}`, nil, "question cancelled"},
-		{"conflict forces a re-read", "/question answer 1", MethodInputAnswer,
+		{"conflict forces a re-read", "/question answer 1", api.InputAnswer.Name(),
 			`{"conversation":"tui:main","request_id":"req-1","incarnation":"inc-1","revision":7,"option_id":"opt-a"}`, errors.New("conflict: revision moved"), "run /question to read it again"},
 	}
 	for _, tt := range tests {
@@ -507,8 +509,8 @@ func TestQuestionCommands(t *testing.T) {
 			h := newHarness(t)
 			h.connected()
 			c := h.client(0)
-			c.set(MethodInputGet, snap, nil)
-			c.set(MethodInputAnswer, Receipt{RequestID: "req-1", Status: "accepted", RunID: "run-9"}, nil)
+			c.set(api.InputGet.Name(), snap, nil)
+			c.set(api.InputAnswer.Name(), questions.Receipt{RequestID: "req-1", Status: "accepted", RunID: "run-9"}, nil)
 			c.set(tt.method, nil, tt.callErr)
 			h.typeText("/question")
 			h.press(tea.KeyEnter)
@@ -529,7 +531,7 @@ func TestQuestionCommands(t *testing.T) {
 			if !strings.Contains(h.view(), "run /question first") {
 				t.Fatalf("stale binding reused:\n%s", h.view())
 			}
-			if len(c.callsTo(MethodChatSend)) != 0 {
+			if len(c.callsTo(api.ChatSend.Name())) != 0 {
 				t.Fatal("/question text leaked into chat")
 			}
 		})
@@ -541,7 +543,7 @@ func TestQuestionCommandNeedsDisplayedQuestion(t *testing.T) {
 	h.connected()
 	h.typeText("/question answer 1")
 	h.press(tea.KeyEnter)
-	if !strings.Contains(h.view(), "run /question first") || len(h.client(0).callsTo(MethodInputAnswer)) != 0 {
+	if !strings.Contains(h.view(), "run /question first") || len(h.client(0).callsTo(api.InputAnswer.Name())) != 0 {
 		t.Fatalf("answered without a displayed question:\n%s", h.view())
 	}
 }
@@ -550,15 +552,15 @@ func TestQuestionRefetchedOnLifecycleEvent(t *testing.T) {
 	h := newHarness(t)
 	h.connected()
 	c := h.client(0)
-	c.notify(t, "events.event", map[string]any{"seq": 3, "kind": "input_requested", "conversation": "tui:main"})
-	h.until("refetch", func() bool { return len(c.callsTo(MethodInputGet)) == 2 })
+	c.notify(t, api.NotifyEvent.Name(), map[string]any{"seq": 3, "kind": "input_requested", "conversation": "tui:main"})
+	h.until("refetch", func() bool { return len(c.callsTo(api.InputGet.Name())) == 2 })
 }
 
 func TestReconnectWithBackoff(t *testing.T) {
 	h := newHarness(t)
 	h.connected()
 	first := h.client(0)
-	first.notify(t, NotifyChatMessage, ChatMessage{Conversation: "tui:main", Content: "before restart"})
+	first.notify(t, api.NotifyChatMessage.Name(), api.ChatMessage{Conversation: "tui:main", Content: "before restart"})
 	h.until("message", func() bool { return strings.Contains(h.view(), "before restart") })
 
 	h.mu.Lock()
@@ -583,7 +585,7 @@ func TestReconnectWithBackoff(t *testing.T) {
 	h.send(ReconnectMsg{})
 	h.until("reconnected", func() bool {
 		c := h.client(1)
-		return h.m.connected && c != nil && len(c.callsTo(MethodInputGet)) == 1
+		return h.m.connected && c != nil && len(c.callsTo(api.InputGet.Name())) == 1
 	})
 	if !strings.Contains(h.view(), "before restart") {
 		t.Fatal("history lost across reconnect")
@@ -594,7 +596,7 @@ func TestReconnectWithBackoff(t *testing.T) {
 	// The new connection works.
 	h.typeText("still there?")
 	h.press(tea.KeyEnter)
-	h.until("send", func() bool { return len(h.client(1).callsTo(MethodChatSend)) == 1 })
+	h.until("send", func() bool { return len(h.client(1).callsTo(api.ChatSend.Name())) == 1 })
 }
 
 func TestQuit(t *testing.T) {
@@ -619,14 +621,14 @@ func TestSummarizeEvent(t *testing.T) {
 		want   string
 		seq    int64
 	}{
-		{"failed turn", controlapi.NotifyEvent,
+		{"failed turn", api.NotifyEvent.Name(),
 			`{"seq":8,"kind":"turn.finished","conversation":"tui:main","time":"` + at.Format(time.RFC3339Nano) + `","payload":{"origin":"user","error":"context canceled"}}`,
 			hms + " #8 turn.finished tui:main error: context canceled", 8},
-		{"proactive delivery", controlapi.NotifyEvent,
+		{"proactive delivery", api.NotifyEvent.Name(),
 			`{"seq":9,"kind":"message.delivered","conversation":"tui:main","payload":{"origin":"cron","proactive":true}}`,
 			"#9 message.delivered tui:main origin=cron ⚑", 9},
 		{"other notification keeps its method, no seq", "gateway.notice", `{"seq":3}`, "gateway.notice", 0},
-		{"not an object", controlapi.NotifyEvent, `[1]`, controlapi.NotifyEvent, 0},
+		{"not an object", api.NotifyEvent.Name(), `[1]`, api.NotifyEvent.Name(), 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -12,6 +12,8 @@ import (
 	"github.com/charmbracelet/x/exp/teatest/v2"
 
 	"github.com/raven-agent/raven/internal/clock"
+	"github.com/raven-agent/raven/internal/controlapi/api"
+	"github.com/raven-agent/raven/internal/questions"
 )
 
 // These tests run the model inside a real tea.Program (teatest) and read
@@ -117,7 +119,7 @@ func startProgram(t *testing.T, gateway func(c *fakeClient, method string, param
 		Clock:        p.clk,
 		Dial: func(context.Context) (Client, error) {
 			c := newFakeClient()
-			c.results[MethodInputGet] = Snapshot{Conversation: "tui:main", Status: "none"}
+			c.results[api.InputGet.Name()] = questions.Snapshot{Conversation: "tui:main", Status: "none"}
 			c.onCall = func(method string, params json.RawMessage) { gateway(c, method, params) }
 			p.mu.Lock()
 			p.clients = append(p.clients, c)
@@ -202,14 +204,14 @@ func contains(subs ...string) func(string) bool {
 
 func TestProgramChatRoundTrip(t *testing.T) {
 	p := startProgram(t, func(c *fakeClient, method string, params json.RawMessage) {
-		if method != MethodChatSend {
+		if method != api.ChatSend.Name() {
 			return
 		}
-		var in ChatSendParams
+		var in api.ChatSendParams
 		_ = json.Unmarshal(params, &in)
-		c.push(NotifyChatMessage, ChatMessage{Conversation: "tui:main", Content: "echo-" + strings.ReplaceAll(in.Text, " ", "-"), Reply: true})
-		c.push(NotifyChatMessage, ChatMessage{Conversation: "tui:main", Content: "stretch-break", Origin: "cron", Proactive: true})
-		c.push("events.event", map[string]any{"seq": 7, "kind": "turn.finished", "conversation": "tui:main"})
+		c.push(api.NotifyChatMessage.Name(), api.ChatMessage{Conversation: "tui:main", Content: "echo-" + strings.ReplaceAll(in.Text, " ", "-"), Reply: true})
+		c.push(api.NotifyChatMessage.Name(), api.ChatMessage{Conversation: "tui:main", Content: "stretch-break", Origin: "cron", Proactive: true})
+		c.push(api.NotifyEvent.Name(), map[string]any{"seq": 7, "kind": "turn.finished", "conversation": "tui:main"})
 	})
 	p.waitFor(t, "connected", contains("connected"))
 	p.tm.Type("hello raven")
@@ -226,7 +228,7 @@ func TestProgramChatRoundTrip(t *testing.T) {
 			t.Fatalf("message %d = %+v, want %+v", i, m.messages[i], want[i])
 		}
 	}
-	if got := p.client(0).callsTo(MethodChatSend); len(got) != 1 || string(got[0].Params) != `{"conversation":"tui:main","text":"hello raven"}` {
+	if got := p.client(0).callsTo(api.ChatSend.Name()); len(got) != 1 || string(got[0].Params) != `{"conversation":"tui:main","text":"hello raven"}` {
 		t.Fatalf("chat.send %+v", got)
 	}
 	if !p.client(0).isClosed() {
@@ -237,7 +239,7 @@ func TestProgramChatRoundTrip(t *testing.T) {
 func TestProgramProactiveMarked(t *testing.T) {
 	p := startProgram(t, func(*fakeClient, string, json.RawMessage) {})
 	p.waitFor(t, "connected", contains("connected"))
-	p.client(0).push(NotifyChatMessage, ChatMessage{Conversation: "tui:main", Content: "water-the-plants", Origin: "cron", Proactive: true})
+	p.client(0).push(api.NotifyChatMessage.Name(), api.ChatMessage{Conversation: "tui:main", Content: "water-the-plants", Origin: "cron", Proactive: true})
 	// The marker reaches the terminal itself, on the message's row.
 	p.waitForOutput(t, ProactiveMarker+"water-the-plants")
 	p.waitFor(t, "marked", contains(ProactiveMarker+"water-the-plants"))
@@ -258,8 +260,8 @@ func TestProgramClarify(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p := startProgram(t, func(c *fakeClient, method string, _ json.RawMessage) {
-				if method == MethodChatSend {
-					c.push(NotifyClarifyRequest, ClarifyRequest{Question: "Which environment?", Header: "Deploy",
+				if method == api.ChatSend.Name() {
+					c.push(api.NotifyClarifyRequest.Name(), questions.ClarifyRequest{Question: "Which environment?", Header: "Deploy",
 						Choices: []string{"staging", "production", "canary"}, Recommended: "production",
 						TimeoutS: 120, Index: 0, Total: 1, Batch: "b1"})
 				}
@@ -279,7 +281,7 @@ func TestProgramClarify(t *testing.T) {
 			p.waitFor(t, "answered", contains("answer sent"))
 
 			m := p.finalModel(t)
-			got := p.client(0).callsTo(MethodClarifyRespond)
+			got := p.client(0).callsTo(api.ClarifyRespond.Name())
 			if len(got) != 1 || string(got[0].Params) != tt.want {
 				t.Fatalf("clarify.respond %s, want %s", got, tt.want)
 			}
@@ -289,7 +291,7 @@ func TestProgramClarify(t *testing.T) {
 			if last := m.messages[len(m.messages)-1]; last != (line{"you", tt.answer}) {
 				t.Fatalf("transcript ends with %+v, want the answer %q", last, tt.answer)
 			}
-			if n := len(p.client(0).callsTo(MethodChatSend)); n != 1 {
+			if n := len(p.client(0).callsTo(api.ChatSend.Name())); n != 1 {
 				t.Fatalf("%d chat.send calls: the answer leaked into chat", n)
 			}
 		})
@@ -309,10 +311,10 @@ func TestProgramReconnects(t *testing.T) {
 	p.waitUntil(t, "sent", func() bool { return p.scr.handled("send") == 1 })
 	m := p.finalModel(t)
 	c := p.client(1)
-	if got := c.callsTo(MethodChatSend); len(got) != 1 || len(c.callsTo(MethodChatAttach)) != 1 {
+	if got := c.callsTo(api.ChatSend.Name()); len(got) != 1 || len(c.callsTo(api.ChatAttach.Name())) != 1 {
 		t.Fatalf("second connection not used: sent %s", got)
 	}
-	if len(p.client(0).callsTo(MethodChatSend)) != 0 {
+	if len(p.client(0).callsTo(api.ChatSend.Name())) != 0 {
 		t.Fatal("sent on the dead connection")
 	}
 	if m.connected {

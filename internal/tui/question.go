@@ -1,7 +1,6 @@
 package tui
 
 import (
-	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -9,6 +8,8 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/raven-agent/raven/internal/controlapi"
+	"github.com/raven-agent/raven/internal/controlapi/api"
+	"github.com/raven-agent/raven/internal/questions"
 )
 
 // questionCommand runs /question [answer N | text ... | cancel]. Answer and
@@ -18,14 +19,14 @@ func (m *Model) questionCommand(args string) tea.Cmd {
 	verb, rest, _ := strings.Cut(args, " ")
 	rest = strings.TrimSpace(rest)
 	if verb == "" {
-		return m.call("question", MethodInputGet, InputGetParams{Conversation: m.o.Conversation})
+		return rpc(m, "question", api.InputGet, questions.GetParams{Conversation: m.o.Conversation}, (*Model).questionFetched)
 	}
 	q := m.question
 	if q == nil || q.Request == nil || q.Status != "pending" {
 		m.notice = "no question on screen: run /question first"
 		return nil
 	}
-	bind := func(p *InputAnswerParams) {
+	bind := func(p *questions.AnswerParams) {
 		p.Conversation, p.RequestID, p.Incarnation, p.Revision = m.o.Conversation, q.Request.RequestID, q.Incarnation, q.Revision
 	}
 	switch verb {
@@ -35,10 +36,10 @@ func (m *Model) questionCommand(args string) tea.Cmd {
 			m.notice = fmt.Sprintf("usage: /question answer N (1..%d)", len(q.Request.Options))
 			return nil
 		}
-		var p InputAnswerParams
+		var p questions.AnswerParams
 		bind(&p)
 		p.OptionID = q.Request.Options[n-1].OptionID
-		return m.call("question-answer", MethodInputAnswer, p)
+		return rpc(m, "question-answer", api.InputAnswer, p, (*Model).questionDone)
 	case "text":
 		if rest == "" {
 			m.notice = "usage: /question text YOUR ANSWER"
@@ -48,13 +49,13 @@ func (m *Model) questionCommand(args string) tea.Cmd {
 			m.notice = "this question takes a choice, not text: /question answer N"
 			return nil
 		}
-		var p InputAnswerParams
+		var p questions.AnswerParams
 		bind(&p)
 		p.Text = rest
-		return m.call("question-answer", MethodInputAnswer, p)
+		return rpc(m, "question-answer", api.InputAnswer, p, (*Model).questionDone)
 	case "cancel":
-		p := InputCancelParams{Conversation: m.o.Conversation, RequestID: q.Request.RequestID, Incarnation: q.Incarnation, Revision: q.Revision}
-		return m.call("question-cancel", MethodInputCancel, p)
+		p := questions.CancelParams{Conversation: m.o.Conversation, RequestID: q.Request.RequestID, Incarnation: q.Incarnation, Revision: q.Revision}
+		return rpc(m, "question-cancel", api.InputCancel, p, (*Model).questionDone)
 	}
 	m.notice = "usage: /question | /question answer N | /question text ... | /question cancel"
 	return nil
@@ -63,10 +64,10 @@ func (m *Model) questionCommand(args string) tea.Cmd {
 // refreshQuestion re-reads the owner question without being asked to, on
 // connect and on its lifecycle events.
 func (m *Model) refreshQuestion() tea.Cmd {
-	return m.callTagged("question", "auto", MethodInputGet, InputGetParams{Conversation: m.o.Conversation})
+	return rpcTagged(m, "question", "auto", api.InputGet, questions.GetParams{Conversation: m.o.Conversation}, (*Model).questionFetched)
 }
 
-func (m *Model) questionFetched(r rpcDoneMsg) tea.Cmd {
+func (m *Model) questionFetched(r reply[questions.Snapshot]) tea.Cmd {
 	if controlapi.IsCode(r.err, controlapi.CodeNotFound) {
 		// A conversation that never had an owner question is the common
 		// case, not an error worth a notice on every connect.
@@ -80,11 +81,7 @@ func (m *Model) questionFetched(r rpcDoneMsg) tea.Cmd {
 		m.notice = "question: " + r.err.Error()
 		return nil
 	}
-	var s Snapshot
-	if err := json.Unmarshal(r.result, &s); err != nil {
-		m.notice = "question: bad snapshot: " + err.Error()
-		return nil
-	}
+	s := r.resp
 	m.question = &s
 	return nil
 }
@@ -92,7 +89,7 @@ func (m *Model) questionFetched(r rpcDoneMsg) tea.Cmd {
 // questionDone reports an answer or cancel. Either way the displayed
 // snapshot is dropped: after a conflict the owner must read the question
 // again, and after success it is no longer pending.
-func (m *Model) questionDone(r rpcDoneMsg) tea.Cmd {
+func (m *Model) questionDone(r reply[questions.Receipt]) tea.Cmd {
 	m.question = nil
 	if r.err != nil {
 		m.notice = refusal("answer", r.err)
@@ -101,8 +98,7 @@ func (m *Model) questionDone(r rpcDoneMsg) tea.Cmd {
 		}
 		return nil
 	}
-	var rc Receipt
-	_ = json.Unmarshal(r.result, &rc)
+	rc := r.resp
 	switch {
 	case r.what == "question-cancel":
 		m.notice = "question cancelled"

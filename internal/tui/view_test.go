@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	tea "charm.land/bubbletea/v2"
+
+	"github.com/raven-agent/raven/internal/questions"
 )
 
 // BenchmarkView measures one frame of a full TUI: the program renders
@@ -19,7 +21,7 @@ func BenchmarkView(b *testing.B) {
 	for i := range maxEvents {
 		m.addEvent(fmt.Sprintf("09:00:%02d #%d turn.finished tui:main", i%60, i))
 	}
-	m.clarify = newClarify(ClarifyRequest{Question: "Which environment?", Choices: []string{"staging", "production"},
+	m.clarify = newClarify(questions.ClarifyRequest{Question: "Which environment?", Choices: []string{"staging", "production"},
 		Recommended: "staging", TimeoutS: 600, Total: 1, Batch: "b"}, m.o.Clock.Now())
 	b.ReportAllocs()
 	b.ResetTimer()

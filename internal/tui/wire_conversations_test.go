@@ -15,6 +15,7 @@ import (
 	"github.com/raven-agent/raven/internal/auth"
 	"github.com/raven-agent/raven/internal/clock"
 	"github.com/raven-agent/raven/internal/controlapi"
+	"github.com/raven-agent/raven/internal/controlapi/api"
 	"github.com/raven-agent/raven/internal/eventlog"
 	"github.com/raven-agent/raven/internal/gateway"
 	"github.com/raven-agent/raven/internal/questions"
@@ -57,7 +58,10 @@ func TestWireTakeControl(t *testing.T) {
 	}
 	srv := controlapi.NewServer(controlapi.Options{Auth: as, Clock: clk})
 	srv.RegisterBuiltins(controlapi.Builtins{Leases: as, Events: events, Version: "test"})
-	srv.Handle(MethodChatAttach, controlapi.Read, func(context.Context, *controlapi.Call) (any, error) { return map[string]any{}, nil })
+	controlapi.Handle(srv, api.ChatAttach, controlapi.Read,
+		func(_ context.Context, _ *controlapi.Call, in api.ChatAttachParams) (api.ChatAttachResult, error) {
+			return api.ChatAttachResult{Attached: in.Conversation}, nil
+		})
 	gateway.RegisterQuestions(srv, store)
 	sock := filepath.Join(dir, "raven.sock")
 	ln, err := controlapi.ListenUnix(sock)
@@ -175,9 +179,9 @@ func TestOpenOnConnect(t *testing.T) {
 	h.send(ReconnectMsg{})
 	h.until("open on reconnect", func() bool {
 		c := h.client(1)
-		return c != nil && len(c.callsTo(MethodConversationsOpen)) == 1 && len(c.callsTo(MethodInputGet)) == 1
+		return c != nil && len(c.callsTo(api.ConversationsOpen.Name())) == 1 && len(c.callsTo(api.InputGet.Name())) == 1
 	})
-	got := h.client(1).callsTo(MethodConversationsOpen)[0]
+	got := h.client(1).callsTo(api.ConversationsOpen.Name())[0]
 	if string(got.Params) != `{"conversation":"tui:main","workspace":"/home/owner/proj"}` {
 		t.Fatalf("open params %s", got.Params)
 	}

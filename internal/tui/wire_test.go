@@ -15,6 +15,7 @@ import (
 	"github.com/raven-agent/raven/internal/auth"
 	"github.com/raven-agent/raven/internal/clock"
 	"github.com/raven-agent/raven/internal/controlapi"
+	"github.com/raven-agent/raven/internal/controlapi/api"
 	"github.com/raven-agent/raven/internal/eventlog"
 	"github.com/raven-agent/raven/internal/questions"
 	"github.com/raven-agent/raven/internal/sqlitedb"
@@ -73,41 +74,32 @@ func startWireGateway(t *testing.T) *wireGateway {
 	srv := controlapi.NewServer(controlapi.Options{Auth: store, Clock: g.clk})
 	srv.RegisterBuiltins(controlapi.Builtins{Leases: store, Events: g.events, Version: "test"})
 	g.broker = questions.NewBroker(questions.BrokerOptions{Clock: g.clk,
-		Notify: func(conv string, req questions.ClarifyRequest) { g.notify(conv, NotifyClarifyRequest, req) }})
+		Notify: func(conv string, req questions.ClarifyRequest) { g.notify(conv, api.NotifyClarifyRequest.Name(), req) }})
 	clarify := &questions.ClarifyHandler{Broker: g.broker}
-	srv.Handle(MethodClarifyRespond, controlapi.Control, func(ctx context.Context, c *controlapi.Call) (any, error) {
-		return clarify.ClarifyRespond(ctx, c.Principal, c.Params)
-	})
-	srv.Handle(MethodChatAttach, controlapi.Read, func(ctx context.Context, c *controlapi.Call) (any, error) {
-		var p struct {
-			Conversation string `json:"conversation"`
-		}
-		if err := controlapi.DecodeStrict(c.Params, &p); err != nil {
-			return nil, err
-		}
-		g.mu.Lock()
-		g.attached[p.Conversation] = append(g.attached[p.Conversation], c.Notifier())
-		g.mu.Unlock()
-		return map[string]any{"attached": p.Conversation}, nil
-	})
-	srv.Handle(MethodChatSend, controlapi.Control, func(ctx context.Context, c *controlapi.Call) (any, error) {
-		var p struct {
-			Conversation string `json:"conversation"`
-			Text         string `json:"text"`
-		}
-		if err := controlapi.DecodeStrict(c.Params, &p); err != nil {
-			return nil, err
-		}
-		g.mu.Lock()
-		g.sent = append(g.sent, p.Text)
-		g.mu.Unlock()
-		// The tui outlet's notification, as the gateway sends a reply.
-		g.notify(p.Conversation, NotifyChatMessage, ChatMessage{Conversation: p.Conversation, Content: "got: " + p.Text, Origin: "user", Reply: true})
-		return map[string]any{"outcome": "appended"}, nil
-	})
-	srv.Handle(MethodInputGet, controlapi.Read, func(context.Context, *controlapi.Call) (any, error) {
-		return nil, controlapi.NotFound(`questions: not_found: no conversation "tui:main"`)
-	})
+	controlapi.Handle(srv, api.ClarifyRespond, controlapi.Control,
+		func(ctx context.Context, c *controlapi.Call, in questions.ClarifyRespondParams) (questions.ClarifyRespondResult, error) {
+			return clarify.Respond(ctx, c.Principal, in)
+		})
+	controlapi.Handle(srv, api.ChatAttach, controlapi.Read,
+		func(ctx context.Context, c *controlapi.Call, in api.ChatAttachParams) (api.ChatAttachResult, error) {
+			g.mu.Lock()
+			g.attached[in.Conversation] = append(g.attached[in.Conversation], c.Notifier())
+			g.mu.Unlock()
+			return api.ChatAttachResult{Attached: in.Conversation}, nil
+		})
+	controlapi.Handle(srv, api.ChatSend, controlapi.Control,
+		func(ctx context.Context, c *controlapi.Call, in api.ChatSendParams) (api.ChatSendResult, error) {
+			g.mu.Lock()
+			g.sent = append(g.sent, in.Text)
+			g.mu.Unlock()
+			// The tui outlet's notification, as the gateway sends a reply.
+			g.notify(in.Conversation, api.NotifyChatMessage.Name(), api.ChatMessage{Conversation: in.Conversation, Content: "got: " + in.Text, Origin: "user", Reply: true})
+			return api.ChatSendResult{Outcome: "appended"}, nil
+		})
+	controlapi.Handle(srv, api.InputGet, controlapi.Read,
+		func(context.Context, *controlapi.Call, questions.GetParams) (questions.Snapshot, error) {
+			return questions.Snapshot{}, controlapi.NotFound(`questions: not_found: no conversation "tui:main"`)
+		})
 	ln, err := controlapi.ListenUnix(g.sock)
 	if err != nil {
 		t.Fatal(err)
