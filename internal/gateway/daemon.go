@@ -208,6 +208,7 @@ func (g *Gateway) wire(ctx context.Context, o DaemonOptions) error {
 	}
 	g.control.Handle("chat.send", controlapi.Control, g.chatSend)
 	g.control.Handle("chat.attach", controlapi.Read, g.chatAttach)
+	g.registerApprovals()
 	return nil
 }
 
