@@ -27,13 +27,16 @@ type ApprovalsDecideParams struct {
 	Decision approvals.Decision `json:"decision"`
 }
 
-// registerApprovals adds the exec approvals methods. Deciding is Control:
-// the store's authority then admits the operator or the device holding the
-// conversation's Take Control, re-reading the credential for each call.
-// Deciding here, in the process whose exec waits, wakes it at once.
-func (g *Gateway) registerApprovals() {
-	st := g.rt.Approvals()
-	g.control.Handle("approvals.list", controlapi.Read, func(ctx context.Context, c *controlapi.Call) (any, error) {
+// registerApprovals adds the exec approvals methods to the gateway.
+func (g *Gateway) registerApprovals() { RegisterApprovals(g.control, g.rt.Approvals()) }
+
+// RegisterApprovals adds approvals.list (Read) and approvals.decide
+// (Control) to srv. The store's authority then admits the operator or the
+// device holding the conversation's Take Control, re-reading the
+// credential for each call. Deciding in the process whose exec waits wakes
+// it at once.
+func RegisterApprovals(srv *controlapi.Server, st *approvals.Store) {
+	srv.Handle("approvals.list", controlapi.Read, func(ctx context.Context, c *controlapi.Call) (any, error) {
 		var p ApprovalsListParams
 		if len(c.Params) > 0 && string(c.Params) != "null" {
 			if err := strictjson.Decode(c.Params, &p); err != nil {
@@ -49,7 +52,7 @@ func (g *Gateway) registerApprovals() {
 		}
 		return ApprovalsList{Approvals: rs}, nil
 	})
-	g.control.Handle("approvals.decide", controlapi.Control, func(ctx context.Context, c *controlapi.Call) (any, error) {
+	srv.Handle("approvals.decide", controlapi.Control, func(ctx context.Context, c *controlapi.Call) (any, error) {
 		var p ApprovalsDecideParams
 		if err := strictjson.Decode(c.Params, &p); err != nil {
 			return nil, controlapi.InvalidParams("approvals.decide: %v", err)

@@ -72,6 +72,8 @@ type Model struct {
 	notice   string
 	// panel is the last /conversations answer, shown until the next command.
 	panel []string
+	// panelTitle names the panel (default "conversations").
+	panelTitle string
 
 	width, height int
 	quitting      bool
@@ -199,6 +201,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			m.call("attach", MethodChatAttach, ChatAttachParams{Conversation: m.o.Conversation}),
 			m.subscribe(),
 			fetch,
+			m.pendingApprovals(),
 		)
 	case connectFailedMsg:
 		return m, m.lost(msg.err.Error())
@@ -302,6 +305,9 @@ func (m *Model) notification(n Notification) tea.Cmd {
 		// the events themselves are never taken as the answer state.
 		if kind == "input_requested" || kind == "input_resolved" {
 			return m.refreshQuestion()
+		}
+		if kind == EventApprovalRequested {
+			m.approvalEvent(n, kind)
 		}
 	}
 	return nil
@@ -438,8 +444,10 @@ func (m *Model) submit(text string) tea.Cmd {
 	case text == "/quit" || text == "/exit":
 		return m.quit()
 	case text == "/take" || text == "/release" || text == "/conversations":
-		m.panel = nil
+		m.panel, m.panelTitle = nil, ""
 		return m.conversationCommand(text)
+	case isApprovalCommand(text):
+		return m.approvalCommand(text)
 	case text == "/question" || strings.HasPrefix(text, "/question "):
 		return m.questionCommand(strings.TrimSpace(strings.TrimPrefix(text, "/question")))
 	}
@@ -497,6 +505,8 @@ func (m *Model) rpcDone(r rpcDoneMsg) tea.Cmd {
 		return m.questionDone(r)
 	case "take", "release", "conversations", "open":
 		return m.conversationDone(r)
+	case "approvals", "approval-decide", "approvals-pending":
+		return m.approvalDone(r)
 	}
 	return nil
 }

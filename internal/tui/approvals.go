@@ -1,0 +1,148 @@
+package tui
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+)
+
+// Exec approval methods and events (internal/gateway serves them). An
+// approval is its own contract, never an owner-question answer.
+const (
+	MethodApprovalsList   = "approvals.list"
+	MethodApprovalsDecide = "approvals.decide"
+
+	EventApprovalRequested = "approval.requested"
+	EventApprovalResolved  = "approval.resolved"
+)
+
+// Decisions approvals.decide takes.
+const (
+	DecisionAllowOnce   = "allow-once"
+	DecisionAllowAlways = "allow-always"
+	DecisionDeny        = "deny"
+)
+
+// Approval DTOs, mirroring internal/approvals and internal/gateway.
+type (
+	Approval struct {
+		ID           string    `json:"id"`
+		Command      string    `json:"command"`
+		Dir          string    `json:"dir"`
+		Grants       []string  `json:"grants"`
+		Conversation string    `json:"conversation,omitempty"`
+		Status       string    `json:"status"`
+		Decision     string    `json:"decision,omitempty"`
+		DecidedBy    string    `json:"decided_by,omitempty"`
+		ExpiresAt    time.Time `json:"expires_at"`
+	}
+	ApprovalsListParams struct {
+		All bool `json:"all,omitempty"`
+	}
+	ApprovalsListResult struct {
+		Approvals []Approval `json:"approvals"`
+	}
+	ApprovalDecideParams struct {
+		ID       string `json:"id"`
+		Decision string `json:"decision"`
+	}
+)
+
+const approvalsUsage = "usage: /approvals · /approve ID [always] · /deny ID"
+
+// approvalCommand runs /approvals, /approve ID [always] and /deny ID.
+func (m *Model) approvalCommand(text string) tea.Cmd {
+	f := strings.Fields(text)
+	switch {
+	case f[0] == "/approvals" && len(f) == 1:
+		return m.call("approvals", MethodApprovalsList, ApprovalsListParams{})
+	case f[0] == "/approve" && (len(f) == 2 || len(f) == 3 && f[2] == "always"):
+		d := DecisionAllowOnce
+		if len(f) == 3 {
+			d = DecisionAllowAlways
+		}
+		return m.call("approval-decide", MethodApprovalsDecide, ApprovalDecideParams{ID: f[1], Decision: d})
+	case f[0] == "/deny" && len(f) == 2:
+		return m.call("approval-decide", MethodApprovalsDecide, ApprovalDecideParams{ID: f[1], Decision: DecisionDeny})
+	}
+	m.notice = approvalsUsage
+	return nil
+}
+
+// isApprovalCommand reports whether text is one of approvalCommand's verbs.
+func isApprovalCommand(text string) bool {
+	verb, _, _ := strings.Cut(text, " ")
+	return verb == "/approvals" || verb == "/approve" || verb == "/deny"
+}
+
+// pendingApprovals fetches the requests already waiting on connect: one
+// made before this TUI attached (or while it was disconnected) still
+// prompts.
+func (m *Model) pendingApprovals() tea.Cmd {
+	return m.call("approvals-pending", MethodApprovalsList, ApprovalsListParams{})
+}
+
+func (m *Model) approvalDone(r rpcDoneMsg) tea.Cmd {
+	if r.what == "approvals-pending" {
+		// An older gateway without approvals still works for chat.
+		var l ApprovalsListResult
+		if r.err == nil && json.Unmarshal(r.result, &l) == nil && len(l.Approvals) > 0 {
+			m.promptApproval(l.Approvals[0], len(l.Approvals))
+		}
+		return nil
+	}
+	if r.err != nil {
+		m.notice = r.what + " refused: " + r.err.Error()
+		return nil
+	}
+	switch r.what {
+	case "approvals":
+		var l ApprovalsListResult
+		if err := json.Unmarshal(r.result, &l); err != nil {
+			m.notice = "approvals: bad answer: " + err.Error()
+			return nil
+		}
+		m.panel, m.panelTitle = nil, "approvals"
+		if len(l.Approvals) == 0 {
+			m.panel = append(m.panel, "no pending approval requests")
+		}
+		for _, a := range l.Approvals {
+			m.panel = append(m.panel, describeApproval(a))
+		}
+	case "approval-decide":
+		var a Approval
+		_ = json.Unmarshal(r.result, &a)
+		m.notice = fmt.Sprintf("%s: %s — %s", a.ID, a.Decision, a.Command)
+	}
+	return nil
+}
+
+func describeApproval(a Approval) string {
+	return fmt.Sprintf("%s  needs %s  (expires %s)  $ %s", a.ID, strings.Join(a.Grants, ", "),
+		a.ExpiresAt.Local().Format("15:04:05"), a.Command)
+}
+
+// approvalEvent prompts the owner on a new request; the event feed is how
+// a waiting exec reaches the TUI.
+func (m *Model) approvalEvent(n Notification, kind string) {
+	var ev struct {
+		Payload Approval `json:"payload"`
+	}
+	if json.Unmarshal(n.Params, &ev) != nil || ev.Payload.ID == "" {
+		return
+	}
+	if kind == EventApprovalRequested {
+		m.promptApproval(ev.Payload, 1)
+	}
+}
+
+// promptApproval shows the newest waiting request and how to answer it.
+func (m *Model) promptApproval(a Approval, waiting int) {
+	m.notice = fmt.Sprintf("approval needed: %s — /approve %s [always] · /deny %s", describeApproval(a), a.ID, a.ID)
+	if waiting > 1 {
+		m.notice += fmt.Sprintf(" (%d waiting: /approvals)", waiting)
+	}
+}
