@@ -18,7 +18,7 @@ import (
 	"github.com/raven-agent/raven/internal/clock"
 	"github.com/raven-agent/raven/internal/controlapi"
 	"github.com/raven-agent/raven/internal/eventlog"
-	"github.com/raven-agent/raven/internal/gateway"
+	"github.com/raven-agent/raven/internal/controlapi/api"
 	"github.com/raven-agent/raven/internal/sqlitedb"
 )
 
@@ -212,8 +212,8 @@ func approvalsGateway(ctx context.Context, g *globals) *controlapi.Client {
 func listApprovals(ctx context.Context, g *globals, all bool) ([]approvals.Request, error) {
 	if c := approvalsGateway(ctx, g); c != nil {
 		defer c.Close()
-		var res gateway.ApprovalsList
-		if err := c.Call(ctx, "approvals.list", gateway.ApprovalsListParams{All: all}, &res); err != nil {
+		res, err := controlapi.Invoke(ctx, c, api.ApprovalsList, api.ApprovalsListParams{All: all})
+		if err != nil {
 			return nil, approvalsFromRPC(err)
 		}
 		return res.Approvals, nil
@@ -229,8 +229,8 @@ func listApprovals(ctx context.Context, g *globals, all bool) ([]approvals.Reque
 func decideApproval(ctx context.Context, g *globals, id string, d approvals.Decision) (approvals.Request, error) {
 	if c := approvalsGateway(ctx, g); c != nil {
 		defer c.Close()
-		var r approvals.Request
-		if err := c.Call(ctx, "approvals.decide", gateway.ApprovalsDecideParams{ID: id, Decision: d}, &r); err != nil {
+		r, err := controlapi.Invoke(ctx, c, api.ApprovalsDecide, api.ApprovalsDecideParams{ID: id, Decision: d})
+		if err != nil {
 			return r, approvalsFromRPC(err)
 		}
 		return r, nil
@@ -250,7 +250,7 @@ func approvalsFromRPC(err error) error {
 	if !errors.As(err, &re) {
 		return fmt.Errorf("approvals: gateway: %w", err)
 	}
-	var data gateway.ApprovalErrorData
+	var data api.ApprovalErrorData
 	if re.Data != nil {
 		b, _ := json.Marshal(re.Data)
 		_ = json.Unmarshal(b, &data)

@@ -27,6 +27,7 @@ var errNoTerminalAnswer = errors.New("chat -m: Raven asked a question, but stdin
 
 func newChatCmd(g *globals) *cobra.Command {
 	var message string
+	var bind chatBinding
 	cmd := &cobra.Command{
 		Use:   "chat",
 		Short: "Talk to Raven in the terminal (interactive, or one-shot with -m)",
@@ -41,6 +42,9 @@ turn asks a question (ask_user), it is printed and the answer read from stdin; w
 no terminal and nothing on stdin the command fails at once.`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := bind.validate(); err != nil {
+				return err
+			}
 			p, cfg, err := g.loadConfig()
 			if err != nil {
 				return err
@@ -64,19 +68,25 @@ no terminal and nothing on stdin the command fails at once.`,
 				defer cancel()
 				rt.Close(sctx)
 			}()
-			if message != "" {
-				return oneShot(ctx, rt, message, cmd)
+			release, err := bindChat(ctx, rt, bind, cmd.ErrOrStderr())
+			if err != nil {
+				return err
 			}
-			return repl(ctx, rt, cmd)
+			defer release()
+			if message != "" {
+				return oneShot(ctx, rt, bind.conversation(), message, cmd)
+			}
+			return repl(ctx, rt, bind.conversation(), cmd)
 		},
 	}
 	cmd.Flags().StringVarP(&message, "message", "m", "", "send one message, print the reply, exit")
+	cmd.Flags().StringVar(&bind.workspace, "workspace", "", "directory this owner session works in (default: where chat started, unless that is the data dir)")
+	cmd.Flags().StringVar(&bind.native, "native", "", "attach as the native seat of conversation CONV (channel:chat_id): claims it at start, releases it at exit")
 	return cmd
 }
 
-func repl(ctx context.Context, rt *runtime.Runtime, cmd *cobra.Command) error {
+func repl(ctx context.Context, rt *runtime.Runtime, conv string, cmd *cobra.Command) error {
 	p := rt.Paths()
-	const conv = runtime.CLIConversation
 	r, err := chat.New(chat.Options{
 		Conversation: conv,
 		Dispatch: func(ctx context.Context, req spine.TurnRequest) (*spine.Ticket, error) {
@@ -118,11 +128,10 @@ func repl(ctx context.Context, rt *runtime.Runtime, cmd *cobra.Command) error {
 }
 
 // oneShot runs one user turn and prints its reply.
-func oneShot(ctx context.Context, rt *runtime.Runtime, message string, cmd *cobra.Command) error {
+func oneShot(ctx context.Context, rt *runtime.Runtime, conv, message string, cmd *cobra.Command) error {
 	if strings.TrimSpace(message) == "" {
 		return usageErr(errors.New("chat -m: empty message"))
 	}
-	const conv = runtime.CLIConversation
 	term := &oneShotTerminal{rt: rt, conv: conv, in: cmd.InOrStdin(), out: channels.NewCLI(cmd.OutOrStdout()), w: cmd.OutOrStdout()}
 	detach, err := rt.Attach(ctx, conv, term)
 	if err != nil {
@@ -136,12 +145,22 @@ func oneShot(ctx context.Context, rt *runtime.Runtime, message string, cmd *cobr
 	}
 	res, err := tk.Wait(ctx)
 	if err != nil {
+		if ctx.Err() != nil {
+			// Ctrl-C: the owner stopped it, as Ctrl-C in the REPL does —
+			// at once, not after the shutdown grace — and it is no failure
+			// to explain.
+			rt.Scheduler().Cancel(conv)
+			return &exitError{code: exitInterrupted, err: errChatCancelled}
+		}
 		return err
 	}
 	if ferr := term.failed(); ferr != nil {
 		return ferr
 	}
 	if res.Err != nil {
+		if ctx.Err() != nil {
+			return &exitError{code: exitInterrupted, err: errChatCancelled}
+		}
 		return res.Err
 	}
 	fmt.Fprintln(cmd.OutOrStdout(), res.Reply)
@@ -151,6 +170,12 @@ func oneShot(ctx context.Context, rt *runtime.Runtime, message string, cmd *cobr
 	}
 	return nil
 }
+
+// errChatCancelled ends a one-shot chat the owner interrupted.
+var errChatCancelled = errors.New("chat -m: cancelled")
+
+// exitInterrupted is the shell's code for a command ended by SIGINT.
+const exitInterrupted = 130
 
 // errChatNoModel fails a one-shot chat that had no model to answer it.
 var errChatNoModel = errors.New("chat -m: no model configured")

@@ -15,6 +15,7 @@ import (
 	"github.com/raven-agent/raven/internal/channels"
 	"github.com/raven-agent/raven/internal/chat"
 	"github.com/raven-agent/raven/internal/controlapi"
+	"github.com/raven-agent/raven/internal/controlapi/api"
 	"github.com/raven-agent/raven/internal/cron"
 	"github.com/raven-agent/raven/internal/gateway"
 )
@@ -140,7 +141,7 @@ func TestChatProcessShowsGatewayMessages(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("gateway reply never reached raven chat\nstdout: %s\nstderr: %s\ngateway: %s", stdout.String(), stderr.String(), gw.log.String())
 		}
-		rpc(t, c, "chat.send", map[string]any{"conversation": "cli:direct", "text": "hello from the TUI"}, nil)
+		invoke(t, c, api.ChatSend, api.ChatSendParams{Conversation: "cli:direct", Text: "hello from the TUI"})
 		waitUntil(300*time.Millisecond, func() bool { return strings.Contains(stdout.String(), reply) })
 	}
 	if strings.Contains(stdout.String(), channels.ProactiveMarker) {
@@ -160,6 +161,18 @@ func TestChatProcessShowsGatewayMessages(t *testing.T) {
 }
 
 // waitUntil polls cond for at most d and reports whether it held.
+// invoke is a bounded typed control-API call that fails the test on error.
+func invoke[Req, Resp any](t *testing.T, c *controlapi.Client, m api.Method[Req, Resp], req Req) Resp {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := controlapi.Invoke(ctx, c, m, req)
+	if err != nil {
+		t.Fatalf("%s: %v", m, err)
+	}
+	return resp
+}
+
 func waitUntil(d time.Duration, cond func() bool) bool {
 	deadline := time.Now().Add(d)
 	for !cond() {

@@ -18,6 +18,7 @@ import (
 	"github.com/raven-agent/raven/internal/chat"
 	"github.com/raven-agent/raven/internal/clock"
 	"github.com/raven-agent/raven/internal/controlapi"
+	"github.com/raven-agent/raven/internal/controlapi/api"
 	"github.com/raven-agent/raven/internal/eventlog"
 	"github.com/raven-agent/raven/internal/questions"
 	"github.com/raven-agent/raven/internal/sqlitedb"
@@ -188,47 +189,47 @@ type remoteQuestions struct{ c *controlapi.Client }
 
 func (r remoteQuestions) InputGet(ctx context.Context, _ auth.Principal, params json.RawMessage) (any, error) {
 	var s questions.Snapshot
-	return s, r.call(ctx, "input_get", params, &s)
+	return s, r.call(ctx, api.InputGet.Name(), params, &s)
 }
 
 func (r remoteQuestions) InputAnswer(ctx context.Context, _ auth.Principal, params json.RawMessage) (any, error) {
 	var rc questions.Receipt
-	return rc, r.call(ctx, "input_answer", params, &rc)
+	return rc, r.call(ctx, api.InputAnswer.Name(), params, &rc)
 }
 
 func (r remoteQuestions) InputCancel(ctx context.Context, _ auth.Principal, params json.RawMessage) (any, error) {
 	var rc questions.Receipt
-	return rc, r.call(ctx, "input_cancel", params, &rc)
+	return rc, r.call(ctx, api.InputCancel.Name(), params, &rc)
 }
 
 func (r remoteQuestions) ConversationsList(ctx context.Context, _ auth.Principal, params json.RawMessage) (any, error) {
 	var v questions.ListResult
-	return v, r.call(ctx, questions.MethodConversationsList, params, &v)
+	return v, r.call(ctx, api.ConversationsList.Name(), params, &v)
 }
 
 func (r remoteQuestions) ConversationsShow(ctx context.Context, _ auth.Principal, params json.RawMessage) (any, error) {
 	var v questions.ConversationView
-	return v, r.call(ctx, questions.MethodConversationsShow, params, &v)
+	return v, r.call(ctx, api.ConversationsShow.Name(), params, &v)
 }
 
 func (r remoteQuestions) ConversationsNew(ctx context.Context, _ auth.Principal, params json.RawMessage) (any, error) {
 	var v questions.ConversationView
-	return v, r.call(ctx, questions.MethodConversationsNew, params, &v)
+	return v, r.call(ctx, api.ConversationsNew.Name(), params, &v)
 }
 
 func (r remoteQuestions) ConversationsReset(ctx context.Context, _ auth.Principal, params json.RawMessage) (any, error) {
 	var v questions.ConversationView
-	return v, r.call(ctx, questions.MethodConversationsReset, params, &v)
+	return v, r.call(ctx, api.ConversationsReset.Name(), params, &v)
 }
 
 func (r remoteQuestions) ConversationsTake(ctx context.Context, _ auth.Principal, params json.RawMessage) (any, error) {
 	var v questions.TakeResult
-	return v, r.call(ctx, questions.MethodConversationsTake, params, &v)
+	return v, r.call(ctx, api.ConversationsTake.Name(), params, &v)
 }
 
 func (r remoteQuestions) ConversationsRelease(ctx context.Context, _ auth.Principal, params json.RawMessage) (any, error) {
 	var v questions.ReleaseResult
-	return v, r.call(ctx, questions.MethodConversationsRelease, params, &v)
+	return v, r.call(ctx, api.ConversationsRelease.Name(), params, &v)
 }
 
 func (r remoteQuestions) call(ctx context.Context, method string, params json.RawMessage, out any) error {
@@ -275,7 +276,7 @@ func fromRPC(err error) error {
 	if !errors.As(err, &re) {
 		return fmt.Errorf("conversations: gateway: %w", err)
 	}
-	var data questions.ErrorData
+	var data api.QuestionErrorData
 	if re.Data != nil {
 		b, _ := json.Marshal(re.Data)
 		_ = json.Unmarshal(b, &data)

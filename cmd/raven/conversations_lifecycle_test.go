@@ -16,7 +16,9 @@ import (
 	"github.com/raven-agent/raven/internal/clock"
 	"github.com/raven-agent/raven/internal/config"
 	"github.com/raven-agent/raven/internal/controlapi"
+	"github.com/raven-agent/raven/internal/controlapi/api"
 	"github.com/raven-agent/raven/internal/eventlog"
+	"github.com/raven-agent/raven/internal/gateway"
 	"github.com/raven-agent/raven/internal/questions"
 	"github.com/raven-agent/raven/internal/sqlitedb"
 )
@@ -72,17 +74,7 @@ func startTestControl(t *testing.T, dir string) *testControl {
 	}
 	tc.auth.OnCredentialChange(tc.store.CredentialChanged)
 	srv := controlapi.NewServer(controlapi.Options{Auth: tc.auth})
-	register := func(name string, access controlapi.Access, h func(context.Context, auth.Principal, json.RawMessage) (any, error)) {
-		srv.Handle(name, access, func(ctx context.Context, c *controlapi.Call) (any, error) {
-			return questions.RPCResult(h(ctx, c.Principal, c.Params))
-		})
-	}
-	register("input_get", controlapi.Read, tc.store.InputGet)
-	register("input_answer", controlapi.Control, tc.store.InputAnswer)
-	register("input_cancel", controlapi.Control, tc.store.InputCancel)
-	for _, m := range tc.store.Methods() {
-		register(m.Name, m.Access, m.Handle)
-	}
+	gateway.RegisterQuestions(srv, tc.store)
 	ln, err := controlapi.ListenUnix(p.Socket())
 	if err != nil {
 		t.Fatal(err)
@@ -357,7 +349,7 @@ func TestConversationsNativeSeat(t *testing.T) {
 	}
 	defer c.Close()
 	var res questions.NativeResult
-	rpc(t, c, questions.MethodConversationsNative, questions.NativeParams{Conversation: "tui:n", Seat: "chat:4242"}, &res)
+	rpc(t, c, api.ConversationsNative.Name(), questions.NativeParams{Conversation: "tui:n", Seat: "chat:4242"}, &res)
 	if res.NativeOwner != "chat:4242" || res.CanHoldQuestion {
 		t.Fatalf("claim = %+v", res)
 	}
@@ -379,11 +371,11 @@ func TestConversationsNativeSeat(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pc.Close()
-	if err := pc.Call(ctx, questions.MethodConversationsNative, questions.NativeParams{Conversation: "tui:n", Seat: "x"}, nil); !controlapi.IsCode(err, controlapi.CodeForbidden) {
+	if err := pc.Call(ctx, api.ConversationsNative.Name(), questions.NativeParams{Conversation: "tui:n", Seat: "x"}, nil); !controlapi.IsCode(err, controlapi.CodeForbidden) {
 		t.Fatalf("device claim: %v", err)
 	}
 
-	rpc(t, c, questions.MethodConversationsNative, questions.NativeParams{Conversation: "tui:n", Seat: "chat:4242", Release: true}, &res)
+	rpc(t, c, api.ConversationsNative.Name(), questions.NativeParams{Conversation: "tui:n", Seat: "chat:4242", Release: true}, &res)
 	if out, err := run("show", "tui:n"); err != nil || !strings.Contains(out, "can hold one") {
 		t.Fatalf("show after release: %v\n%s", err, out)
 	}

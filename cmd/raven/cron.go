@@ -249,7 +249,19 @@ func newCronRunCmd(g *globals) *cobra.Command {
 				if err := env.store.RequestRun(cmd.Context(), id); err != nil {
 					return cronErr(err)
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "requested %s; the running cron service fires it (see: raven cron runs %s)\n", id, id)
+				gw, pid, err := gateway.Running(env.paths)
+				if err != nil {
+					return err
+				}
+				if gw {
+					fmt.Fprintf(cmd.OutOrStdout(), "requested %s; the running gateway (pid %s) fires it within a second (see: raven cron runs %s)\n", id, pid, id)
+					return nil
+				}
+				// raven chat and cron serve --channels fire only the jobs of
+				// their channels: say so rather than promise the fire.
+				job, _ := env.store.Get(cmd.Context(), id)
+				fmt.Fprintf(cmd.OutOrStdout(), "requested %s; the running cron service (raven chat or raven cron serve) fires it within a second if it serves the job's %s channel, else the next gateway start does (see: raven cron runs %s)\n",
+					id, job.DeliveryChannel(), id)
 				return nil
 			}
 			rt, err := env.standalone(cmd.Context(), cmd.OutOrStdout(), runtime.ServicesNone, nil)
@@ -263,7 +275,7 @@ func newCronRunCmd(g *globals) *cobra.Command {
 					return err
 				}
 			} else if ferr == nil {
-				fmt.Fprintf(cmd.OutOrStdout(), "fired %s: %s\n", id, run.Outcome)
+				fmt.Fprintf(cmd.OutOrStdout(), "fired %s: %s%s\n", id, run.Outcome, skippedWhy(run.Outcome, env.cfg.Model))
 			}
 			return ferr
 		},
@@ -374,6 +386,18 @@ func newCronServeCmd(g *globals) *cobra.Command {
 	}
 	cmd.Flags().StringSliceVar(&channels, "channels", nil, "only fire jobs delivering to these channels")
 	return cmd
+}
+
+// skippedWhy says why a fire here was skipped: `cron run` runs no model,
+// whether or not one is configured, and only a silent job needs one.
+func skippedWhy(outcome cron.Status, model string) string {
+	if outcome != cron.StatusSkipped {
+		return ""
+	}
+	if model == "" {
+		return " (a silent job runs a model turn, and no model is configured)"
+	}
+	return fmt.Sprintf(" (a silent job runs a model turn; raven cron run runs none — start raven gateway, which runs it with %s)", model)
 }
 
 // errGatewayRunsCron refuses `raven cron serve` beside a gateway.

@@ -1,13 +1,19 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/raven-agent/raven/internal/auth"
 	"github.com/raven-agent/raven/internal/clock"
+	"github.com/raven-agent/raven/internal/config"
+	"github.com/raven-agent/raven/internal/controlapi"
+	"github.com/raven-agent/raven/internal/controlapi/api"
 	"github.com/raven-agent/raven/internal/gateway"
 	"github.com/raven-agent/raven/internal/sentinel/executor"
 	"github.com/raven-agent/raven/internal/wake"
@@ -44,6 +50,9 @@ func newSentinelDiscoverCmd(g *globals) *cobra.Command {
 				return err
 			}
 			if running {
+				if planner, ok := gatewayPlanner(cmd.Context(), p); ok && planner == "none" {
+					return fmt.Errorf("%w (pid %s): task discovery needs one; set \"model\" or sentinel.planner_model and restart it", errGatewayNoModel, pid)
+				}
 				st := wake.NewTriggerStore(p.Triggers(), clock.Real(), quietLogger(cmd.ErrOrStderr(), cfg))
 				t, err := st.Add(cmd.Context(), wake.TriggerDiscovery, "raven sentinel discover")
 				var ce *wake.CorruptError
@@ -97,4 +106,29 @@ func printDiscovery(w io.Writer, res executor.Result) {
 	default:
 		fmt.Fprintf(w, "no menu: %s\n", res.Note)
 	}
+}
+
+// errGatewayNoModel refuses a discovery the running gateway could not run.
+var errGatewayNoModel = errors.New("sentinel discover: the running gateway has no model")
+
+// gatewayPlanner asks the running gateway which planner model it runs;
+// ok is false when its socket does not answer (then the request is queued
+// as before: the gateway says what it did in its log).
+func gatewayPlanner(ctx context.Context, p config.Paths) (string, bool) {
+	tok, err := auth.ReadTokenFile(p.OperatorToken())
+	if err != nil {
+		return "", false
+	}
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	c, err := controlapi.Dial(ctx, p.Socket(), tok)
+	if err != nil {
+		return "", false
+	}
+	defer c.Close()
+	st, err := controlapi.Invoke(ctx, c, api.GatewayStatus, api.Empty{})
+	if err != nil || st.Gateway == nil {
+		return "", false
+	}
+	return st.Gateway.PlannerModel, true
 }

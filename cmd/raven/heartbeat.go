@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/raven-agent/raven/internal/clock"
+	"github.com/raven-agent/raven/internal/gateway"
 	"github.com/raven-agent/raven/internal/heartbeat"
 	"github.com/raven-agent/raven/internal/runtime"
 	"github.com/raven-agent/raven/internal/spine"
@@ -30,12 +31,16 @@ func newHeartbeatTriggerCmd(g *globals) *cobra.Command {
 	var reason string
 	cmd := &cobra.Command{
 		Use:   "trigger",
-		Short: "Ask the running gateway for an early heartbeat (written to sentinel/triggers.json)",
+		Short: "Ask the gateway for an early heartbeat (queued in sentinel/triggers.json until a gateway runs)",
 		Args:  exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			p, cfg, err := g.loadConfig()
 			if err != nil {
 				return err
+			}
+			if !cfg.Heartbeat.Enabled {
+				// A gateway would consume the request and run nothing.
+				return errHeartbeatDisabled
 			}
 			st := wake.NewTriggerStore(p.Triggers(), clock.Real(), quietLogger(cmd.ErrOrStderr(), cfg))
 			t, err := st.Add(cmd.Context(), wake.TriggerHeartbeat, reason)
@@ -51,13 +56,26 @@ func newHeartbeatTriggerCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "wake requested (%s); a running gateway picks it up within seconds\n", t.ID)
+			running, pid, err := gateway.Running(p)
+			if err != nil {
+				return err
+			}
+			if running {
+				fmt.Fprintf(cmd.OutOrStdout(), "wake requested (%s); the running gateway (pid %s) picks it up within seconds\n", t.ID, pid)
+				return nil
+			}
+			// The trigger file outlives this command: the next gateway's
+			// first drain finds it, so the request is kept, not lost.
+			fmt.Fprintf(cmd.OutOrStdout(), "wake queued (%s) for the next gateway start: no gateway runs on %s (run raven heartbeat run to run one now)\n", t.ID, p.Root)
 			return nil
 		},
 	}
 	cmd.Flags().StringVar(&reason, "reason", "manual trigger", "why the wake was requested (shown to the heartbeat)")
 	return cmd
 }
+
+// errHeartbeatDisabled refuses a trigger no gateway would act on.
+var errHeartbeatDisabled = errors.New("heartbeat trigger: the heartbeat is disabled (heartbeat.enabled=false), so no gateway would run it; enable it (raven config set heartbeat.enabled true, then restart the gateway) or run one now with raven heartbeat run")
 
 // heartbeatStatus is what `raven heartbeat status` reports.
 type heartbeatStatus struct {

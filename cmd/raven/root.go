@@ -62,13 +62,22 @@ func (g *globals) loadConfig() (config.Paths, config.Config, error) {
 	if err != nil {
 		return p, cfg, usageErr(err)
 	}
-	if g.model != "" {
-		cfg.Model = g.model
-		if err := cfg.Validate(); err != nil {
-			return p, cfg, usageErr(fmt.Errorf("--model: %w", err))
-		}
+	if err := g.overlay(&cfg); err != nil {
+		return p, cfg, usageErr(err)
 	}
 	return p, cfg, nil
+}
+
+// overlay applies the command line's overrides (--model) to a loaded config.
+func (g *globals) overlay(cfg *config.Config) error {
+	if g.model == "" {
+		return nil
+	}
+	cfg.Model = g.model
+	if err := cfg.Validate(); err != nil {
+		return fmt.Errorf("--model: %w", err)
+	}
+	return nil
 }
 
 // quietLogger is the logger of one-shot commands: routine info lines would

@@ -26,8 +26,9 @@ func TestSentinelAndNudgesCLI(t *testing.T) {
 		}
 		return p
 	}
-	// No quiet hours, so the test passes at any time of day.
-	cfg := `{"sentinel":{"policy":{"quiet_hours":{"start":"00:00","end":"00:00"}}}}`
+	// No quiet hours, and no daily discovery menu (its hour would take the
+	// script's one planner turn), so the test passes at any time of day.
+	cfg := `{"sentinel":{"discovery":false,"policy":{"quiet_hours":{"start":"00:00","end":"00:00"}}}}`
 	if err := os.WriteFile(filepath.Join(dir, "config.json"), []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}

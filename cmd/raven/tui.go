@@ -13,7 +13,7 @@ import (
 )
 
 func newTUICmd(g *globals) *cobra.Command {
-	var conversation, tokenFile, socket string
+	var conversation, tokenFile, socket, workspace string
 	cmd := &cobra.Command{
 		Use:   "tui",
 		Short: "Operator terminal UI: chat, clarify prompts, /question and live events over the control API",
@@ -21,7 +21,13 @@ func newTUICmd(g *globals) *cobra.Command {
 operator token and shows one conversation: the message list (proactive
 messages marked), an input box, ask_user prompts (arrow keys pick, Enter
 answers, text beside a choice is a note), /question commands for owner
-questions, and the live event feed. It reconnects after a gateway restart.`,
+questions, and the live event feed. It reconnects after a gateway restart.
+
+The session is an owner conversation working in --workspace (default: the
+directory it was started in, unless that is the data dir): on connect it is
+created or re-bound there through the control API (conversations.open), so
+Raven can leave it a question. /take, /release and /conversations manage
+Take Control.`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			p, err := g.paths()
@@ -50,11 +56,16 @@ questions, and the live event feed. It reconnects after a gateway restart.`,
 				}
 				return c, nil
 			}
-			return tui.Run(cmd.Context(), tui.Options{Conversation: conversation, Dial: dial})
+			dir, _, err := resolveWorkspace(workspace, p.Root)
+			if err != nil {
+				return err
+			}
+			return tui.Run(cmd.Context(), tui.Options{Conversation: conversation, Dial: dial, Workspace: dir})
 		},
 	}
 	cmd.Flags().StringVar(&conversation, "conversation", "tui:main", "conversation to show (channel:chat_id)")
 	cmd.Flags().StringVar(&tokenFile, "token-file", "", "credential file (default: the operator token in the data dir)")
+	cmd.Flags().StringVar(&workspace, "workspace", "", "directory this owner session works in (default: where tui started, unless that is the data dir)")
 	cmd.Flags().StringVar(&socket, "socket", "", "control socket (default: raven.sock in the data dir)")
 	return cmd
 }

@@ -23,6 +23,19 @@ import (
 // (the task-discovery pick consumer works this way).
 type InboundHook func(ctx context.Context, req spine.TurnRequest) (handled bool, reply string)
 
+// TurnContext returns one line of read-only context for a turn of
+// conversation ("" adds nothing); the owner-questions membership fact is
+// one. It is called once per model turn, before the first model call.
+type TurnContext func(ctx context.Context, conversation string) string
+
+// OfferedIn is implemented by a tool that is offered to the model only in
+// some conversations (conversation_question: only where a question can be
+// held). The loop asks it once per turn when building the tool list; the
+// tool still re-checks when it runs.
+type OfferedIn interface {
+	OfferedIn(ctx context.Context, conversation string) bool
+}
+
 // ResponseModifier rewrites an outgoing reply; the nudge injector is one. It
 // is a plain function so the agent loop never imports the Sentinel.
 type ResponseModifier func(sessionKey, content string) string
@@ -68,6 +81,7 @@ type Agent struct {
 	o         Options
 	inbound   []InboundHook
 	modifiers []ResponseModifier
+	contexts  []TurnContext
 }
 
 // NoModelReply is the reply to a user turn when no model is configured.
@@ -102,6 +116,10 @@ func (a *Agent) AddInboundHook(h InboundHook) { a.inbound = append(a.inbound, h)
 
 // AddResponseModifier appends an after-send modifier.
 func (a *Agent) AddResponseModifier(m ResponseModifier) { a.modifiers = append(a.modifiers, m) }
+
+// AddTurnContext appends a per-turn context provider; its lines go into
+// the system message of every model turn, in the order added.
+func (a *Agent) AddTurnContext(c TurnContext) { a.contexts = append(a.contexts, c) }
 
 // Tools returns the registry, for wiring tools that need the agent.
 func (a *Agent) Tools() *tools.Registry { return a.o.Tools }
@@ -138,6 +156,8 @@ func (a *Agent) RunTurn(ctx context.Context, t *spine.Turn) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	a.addTurnContext(ctx, conv, msgs)
+	toolDefs := a.offeredTools(ctx, conv)
 	fresh := []llm.Message{{Role: llm.RoleUser, Content: req.Content}}
 	msgs = append(msgs, fresh[0])
 	fromCron, _ := req.Extras[tools.ExtraFromCron].(bool)
@@ -155,7 +175,7 @@ func (a *Agent) RunTurn(ctx context.Context, t *spine.Turn) (string, error) {
 			log.Info("merged injected message into running turn")
 		}
 		resp, err := a.o.Provider.Chat(ctx, llm.Request{
-			Model: a.o.Config.Model, Messages: msgs, Tools: a.o.Tools.Defs(), MaxTokens: a.o.Config.MaxTokens,
+			Model: a.o.Config.Model, Messages: msgs, Tools: toolDefs, MaxTokens: a.o.Config.MaxTokens,
 		})
 		if err != nil {
 			a.persist(ctx, req, fresh)
@@ -199,6 +219,36 @@ func (a *Agent) RunTurn(ctx context.Context, t *spine.Turn) (string, error) {
 	}
 	a.persist(ctx, req, fresh)
 	return reply, nil
+}
+
+// addTurnContext appends the providers' lines to the system message.
+func (a *Agent) addTurnContext(ctx context.Context, conv string, msgs []llm.Message) {
+	var b strings.Builder
+	for _, c := range a.contexts {
+		if line := strings.TrimSpace(c(ctx, conv)); line != "" {
+			b.WriteString("\n\n")
+			b.WriteString(line)
+		}
+	}
+	if b.Len() > 0 && len(msgs) > 0 && msgs[0].Role == llm.RoleSystem {
+		msgs[0].Content += b.String()
+	}
+}
+
+// offeredTools is the registry's tool list without the tools that decline
+// this conversation.
+func (a *Agent) offeredTools(ctx context.Context, conv string) []llm.Tool {
+	defs := a.o.Tools.Defs()
+	out := defs[:0]
+	for _, d := range defs {
+		if t, ok := a.o.Tools.Get(d.Name); ok {
+			if o, ok := t.(OfferedIn); ok && !o.OfferedIn(ctx, conv) {
+				continue
+			}
+		}
+		out = append(out, d)
+	}
+	return out
 }
 
 // runTool runs one call under the per-tool work timeout, except for tools

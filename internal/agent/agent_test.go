@@ -62,7 +62,7 @@ type fixture struct {
 	ws       *tools.Workspace
 }
 
-func newFixture(t *testing.T, script ...func(llm.Request) (*llm.Response, error)) *fixture {
+func newFixture(t testing.TB, script ...func(llm.Request) (*llm.Response, error)) *fixture {
 	t.Helper()
 	dir := t.TempDir()
 	db, err := sqlitedb.Open(filepath.Join(dir, "raven.db"))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/raven-agent/raven/internal/controlapi/api"
 	"github.com/raven-agent/raven/internal/spine"
 )
 
@@ -12,19 +13,13 @@ import (
 // conversation, so the message counts as not delivered.
 const TUIChannel = "tui"
 
-// ChatMessageMethod is the control-API notification that carries a message
-// to attached TUI clients, with a ChatMessage payload.
-const ChatMessageMethod = "chat.message"
+// ChatMessageMethod is the wire name of the control-API notification that
+// carries a message to attached TUI clients (api.NotifyChatMessage).
+const ChatMessageMethod = string(api.NotifyChatMessage)
 
-// ChatMessage is the wire payload of a chat.message notification.
-type ChatMessage struct {
-	Conversation string `json:"conversation"`
-	Content      string `json:"content"`
-	Origin       string `json:"origin,omitempty"`
-	// Proactive marks a message Raven sent on its own; the TUI marks it.
-	Proactive bool `json:"proactive"`
-	Reply     bool `json:"reply"`
-}
+// ChatMessage is the wire payload of a chat.message notification; the
+// contract declares it.
+type ChatMessage = api.ChatMessage
 
 // TUI is the outlet of the tui channel: it hands each message to publish,
 // which the gateway wires to the control API's notification fan-out.

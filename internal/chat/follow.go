@@ -2,14 +2,13 @@ package chat
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"log/slog"
 	"time"
 
-	"github.com/raven-agent/raven/internal/channels"
 	"github.com/raven-agent/raven/internal/clock"
 	"github.com/raven-agent/raven/internal/controlapi"
+	"github.com/raven-agent/raven/internal/controlapi/api"
 	"github.com/raven-agent/raven/internal/spine"
 )
 
@@ -62,7 +61,7 @@ func Follow(ctx context.Context, o FollowOptions) error {
 		if err != nil {
 			return nil, err
 		}
-		if err := c.Call(ctx, "chat.attach", map[string]string{"conversation": o.Conversation}, nil); err != nil {
+		if _, err := controlapi.Invoke(ctx, c, api.ChatAttach, api.ChatAttachParams{Conversation: o.Conversation}); err != nil {
 			c.Close()
 			return nil, err
 		}
@@ -123,11 +122,11 @@ func pump(ctx context.Context, c *controlapi.Client, o FollowOptions, log *slog.
 			if !ok {
 				return
 			}
-			if n.Method != channels.ChatMessageMethod {
+			cm, ok, err := controlapi.DecodeNotification(n, api.NotifyChatMessage)
+			if !ok {
 				continue
 			}
-			var cm channels.ChatMessage
-			if err := json.Unmarshal(n.Params, &cm); err != nil {
+			if err != nil {
 				log.Warn("malformed chat.message from gateway", "err", err)
 				continue
 			}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/raven-agent/raven/internal/channels"
 	"github.com/raven-agent/raven/internal/controlapi"
+	"github.com/raven-agent/raven/internal/controlapi/api"
 	"github.com/raven-agent/raven/internal/spine"
 )
 
@@ -38,7 +39,7 @@ func BenchmarkFollowDeliver(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if g.push(channels.ChatMessageMethod, m, "cli:direct") != 1 {
+		if g.push(api.NotifyChatMessage.Name(), m, "cli:direct") != 1 {
 			b.Fatal("push reached no connection")
 		}
 		<-got

@@ -17,6 +17,7 @@ import (
 	"github.com/raven-agent/raven/internal/channels"
 	"github.com/raven-agent/raven/internal/clock"
 	"github.com/raven-agent/raven/internal/controlapi"
+	"github.com/raven-agent/raven/internal/controlapi/api"
 	"github.com/raven-agent/raven/internal/spine"
 )
 
@@ -72,18 +73,12 @@ func (g *fakeGateway) start() {
 	g.mu.Lock()
 	g.attached = map[string][]controlapi.Notifier{}
 	g.mu.Unlock()
-	srv.Handle("chat.attach", controlapi.Read, func(_ context.Context, c *controlapi.Call) (any, error) {
-		var p struct {
-			Conversation string `json:"conversation"`
-		}
-		if err := controlapi.DecodeStrict(c.Params, &p); err != nil {
-			return nil, err
-		}
+	controlapi.Handle(srv, api.ChatAttach, controlapi.Read, func(_ context.Context, c *controlapi.Call, p api.ChatAttachParams) (api.ChatAttachResult, error) {
 		g.mu.Lock()
 		g.attached[p.Conversation] = append(g.attached[p.Conversation], c.Notifier())
 		g.mu.Unlock()
 		g.attachCh <- p.Conversation
-		return map[string]string{"attached": p.Conversation}, nil
+		return api.ChatAttachResult{Attached: p.Conversation}, nil
 	})
 	ln, err := controlapi.ListenUnix(g.socket)
 	if err != nil {
@@ -204,19 +199,19 @@ func TestFollowDeliversAttachedConversation(t *testing.T) {
 		m      channels.ChatMessage
 		want   string // "" means it must not show
 	}{
-		{channels.ChatMessageMethod, channels.ChatMessage{Conversation: "cli:direct", Content: "Stand up and stretch.", Origin: "cron", Proactive: true},
+		{api.NotifyChatMessage.Name(), channels.ChatMessage{Conversation: "cli:direct", Content: "Stand up and stretch.", Origin: "cron", Proactive: true},
 			channels.ProactiveMarker + "Stand up and stretch."},
-		{channels.ChatMessageMethod, channels.ChatMessage{Conversation: "cli:direct", Content: "Here is the answer.", Origin: "answer", Reply: true},
+		{api.NotifyChatMessage.Name(), channels.ChatMessage{Conversation: "cli:direct", Content: "Here is the answer.", Origin: "answer", Reply: true},
 			"Here is the answer."},
-		{channels.ChatMessageMethod, channels.ChatMessage{Conversation: "tui:main", Content: "for the TUI"}, ""},
-		{"clarify.request", channels.ChatMessage{Conversation: "cli:direct", Content: "not a chat message"}, ""},
+		{api.NotifyChatMessage.Name(), channels.ChatMessage{Conversation: "tui:main", Content: "for the TUI"}, ""},
+		{api.NotifyClarifyRequest.Name(), channels.ChatMessage{Conversation: "cli:direct", Content: "not a chat message"}, ""},
 	}
 	for _, m := range msgs {
 		g.push(m.method, m.m, "cli:direct")
 	}
 	// A last marker message flushes the ordering: everything before it has
 	// been handled once it shows.
-	g.push(channels.ChatMessageMethod, channels.ChatMessage{Conversation: "cli:direct", Content: "end", Proactive: true}, "cli:direct")
+	g.push(api.NotifyChatMessage.Name(), channels.ChatMessage{Conversation: "cli:direct", Content: "end", Proactive: true}, "cli:direct")
 	waitFor(t, "the last message", func() bool { return strings.Contains(out.String(), channels.ProactiveMarker+"end") })
 	got := out.String()
 	for _, m := range msgs {
@@ -248,7 +243,7 @@ func TestFollowReconnects(t *testing.T) {
 	g.start()
 	clk.Advance(100 * time.Millisecond)
 	g.waitAttach(t)
-	g.push(channels.ChatMessageMethod, channels.ChatMessage{Conversation: "cli:direct", Content: "first", Proactive: true}, "cli:direct")
+	g.push(api.NotifyChatMessage.Name(), channels.ChatMessage{Conversation: "cli:direct", Content: "first", Proactive: true}, "cli:direct")
 	waitFor(t, "first", func() bool { return strings.Contains(out.String(), "first") })
 
 	// Restart: the connection drops, the socket is gone for a moment.
@@ -259,7 +254,7 @@ func TestFollowReconnects(t *testing.T) {
 	// finds the new gateway.
 	clk.Advance(time.Second)
 	g.waitAttach(t)
-	g.push(channels.ChatMessageMethod, channels.ChatMessage{Conversation: "cli:direct", Content: "second", Proactive: true}, "cli:direct")
+	g.push(api.NotifyChatMessage.Name(), channels.ChatMessage{Conversation: "cli:direct", Content: "second", Proactive: true}, "cli:direct")
 	waitFor(t, "second", func() bool { return strings.Contains(out.String(), "second") })
 	if err := stop(); err != nil {
 		t.Fatal(err)

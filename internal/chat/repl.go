@@ -118,11 +118,18 @@ func (r *REPL) Run(ctx context.Context) error {
 		}
 		tk, err := r.o.Dispatch(ctx, spine.TurnRequest{Origin: spine.OriginUser, Channel: channel, ChatID: chatID, Content: line})
 		if err != nil {
+			if ctx.Err() != nil {
+				return nil // the session ended under the dispatch: nothing to report
+			}
 			fmt.Fprintln(r.rl.Stdout(), "error:", err)
 			continue
 		}
 		if tk != nil {
-			go r.report(ctx, tk)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				r.report(ctx, tk)
+			}()
 		}
 	}
 }
@@ -133,8 +140,18 @@ func (r *REPL) report(ctx context.Context, tk *spine.Ticket) {
 	if err != nil || res.Err == nil {
 		return
 	}
-	if errors.Is(res.Err, spine.ErrCancelled) {
+	if cancelled(res.Err) {
+		// Ctrl-C already said "(cancelled)"; a turn stopped because the
+		// session ends needs no word either. The raw "context canceled"
+		// would read as a failure.
 		return
 	}
 	fmt.Fprintln(r.rl.Stdout(), "error:", res.Err)
+}
+
+// cancelled reports whether a turn ended because someone stopped it rather
+// than because it failed: the handler sees only its context's error, not
+// the scheduler's cause.
+func cancelled(err error) bool {
+	return errors.Is(err, spine.ErrCancelled) || errors.Is(err, spine.ErrInterrupted) || errors.Is(err, context.Canceled)
 }

@@ -284,3 +284,21 @@ func TestParseTextShapes(t *testing.T) {
 		})
 	}
 }
+
+// Apply takes exactly the named keys from the other config.
+func TestApplyTakesOnlyNamedKeys(t *testing.T) {
+	base, next := Default(), Default()
+	next.Heartbeat.Interval = Duration(45 * time.Minute)
+	next.Channels.Forward = []string{"telegram:1"}
+	next.Gateway.UserPool = base.Gateway.UserPool + 3
+	got, err := Apply(base, next, []string{"heartbeat.interval", "channels.forward"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if changed := Changed(got, next); len(changed) != 1 || changed[0] != "gateway.user_pool" {
+		t.Fatalf("after Apply the configs differ in %v, want only gateway.user_pool", changed)
+	}
+	if _, err := Apply(base, next, []string{"no.such.key"}); err == nil {
+		t.Fatal("Apply accepted an unknown key")
+	}
+}

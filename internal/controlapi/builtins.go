@@ -7,17 +7,16 @@ import (
 	"time"
 
 	"github.com/raven-agent/raven/internal/auth"
+	"github.com/raven-agent/raven/internal/controlapi/api"
 	"github.com/raven-agent/raven/internal/eventlog"
 )
 
-// Notifications the built-in methods send.
+// Wire names of the built-in notifications, for callers that match on the
+// untyped Notification.Method; the contract is api.NotifyEvent and
+// api.NotifyEventsDropped.
 const (
-	// NotifyEvent carries one eventlog.Event to an events.subscribe caller.
-	NotifyEvent = "events.event"
-	// NotifyEventsDropped ends a subscription: params {"reason", "last_seq"};
-	// resubscribe with after_seq = last_seq. Reasons: slow_subscriber,
-	// unauthorized, closed.
-	NotifyEventsDropped = "events.dropped"
+	NotifyEvent         = string(api.NotifyEvent)
+	NotifyEventsDropped = string(api.NotifyEventsDropped)
 )
 
 // LeaseStore is the Take Control part of *auth.Store.
@@ -40,7 +39,7 @@ type Builtins struct {
 	Leases LeaseStore // *auth.Store
 	Events EventLog   // *eventlog.Log
 	// Status adds the gateway's own fields to gateway.status (optional).
-	Status  func(ctx context.Context) (any, error)
+	Status  func(ctx context.Context) (api.GatewayState, error)
 	Version string
 }
 
@@ -52,22 +51,13 @@ const tailByteBudget = 512 << 10
 // events.tail, events.subscribe, events.unsubscribe, control.take,
 // control.release and control.get.
 func (s *Server) RegisterBuiltins(b Builtins) {
-	s.Handle("ping", Read, func(ctx context.Context, call *Call) (any, error) {
-		if err := DecodeStrict(call.Params, &struct{}{}); err != nil {
-			return nil, err
-		}
+	Handle(s, api.Ping, Read, func(ctx context.Context, call *Call, _ api.Empty) (PingResult, error) {
 		return PingResult{Pong: true, Time: s.clk.Now().UTC()}, nil
 	})
-	s.Handle("auth.whoami", Read, func(ctx context.Context, call *Call) (any, error) {
-		if err := DecodeStrict(call.Params, &struct{}{}); err != nil {
-			return nil, err
-		}
+	Handle(s, api.Whoami, Read, func(ctx context.Context, call *Call, _ api.Empty) (auth.Principal, error) {
 		return call.Principal, nil
 	})
-	s.Handle("gateway.status", Read, func(ctx context.Context, call *Call) (any, error) {
-		if err := DecodeStrict(call.Params, &struct{}{}); err != nil {
-			return nil, err
-		}
+	Handle(s, api.GatewayStatus, Read, func(ctx context.Context, call *Call, _ api.Empty) (StatusResult, error) {
 		now := s.clk.Now()
 		st := StatusResult{
 			PID: os.Getpid(), Version: b.Version, StartedAt: s.started.UTC(),
@@ -76,16 +66,16 @@ func (s *Server) RegisterBuiltins(b Builtins) {
 		if b.Events != nil {
 			last, err := b.Events.LastSeq(ctx)
 			if err != nil {
-				return nil, err
+				return StatusResult{}, err
 			}
 			st.LastSeq = last
 		}
 		if b.Status != nil {
 			extra, err := b.Status(ctx)
 			if err != nil {
-				return nil, err
+				return StatusResult{}, err
 			}
-			st.Gateway = extra
+			st.Gateway = &extra
 		}
 		return st, nil
 	})
@@ -97,67 +87,25 @@ func (s *Server) RegisterBuiltins(b Builtins) {
 	}
 }
 
-// PingResult is ping's result.
-type PingResult struct {
-	Pong bool      `json:"pong"`
-	Time time.Time `json:"time"`
-}
-
-// StatusResult is gateway.status's result.
-type StatusResult struct {
-	PID         int       `json:"pid"`
-	Version     string    `json:"version,omitempty"`
-	StartedAt   time.Time `json:"started_at"`
-	UptimeS     float64   `json:"uptime_s"`
-	Connections int       `json:"connections"`
-	LastSeq     int64     `json:"last_seq"`
-	Gateway     any       `json:"gateway,omitempty"`
-}
-
-// TailParams are events.tail's params.
-type TailParams struct {
-	AfterSeq int64 `json:"after_seq"`
-	Limit    int   `json:"limit,omitempty"`
-}
-
-// TailResult is events.tail's result. Missed is set when events after
-// AfterSeq were pruned before they could be read; More when the page was
-// cut short by the limit or the size budget.
-type TailResult struct {
-	Events         []eventlog.Event `json:"events"`
-	OldestRetained int64            `json:"oldest_retained"`
-	Missed         bool             `json:"missed"`
-	More           bool             `json:"more"`
-}
-
-// SubscribeParams are events.subscribe's params. Without after_seq the
-// feed starts at the next event.
-type SubscribeParams struct {
-	AfterSeq *int64 `json:"after_seq,omitempty"`
-}
-
-// SubscribeResult is events.subscribe's result.
-type SubscribeResult struct {
-	AfterSeq       int64 `json:"after_seq"`
-	OldestRetained int64 `json:"oldest_retained"`
-	Missed         bool  `json:"missed"`
-}
-
-// DroppedParams are the params of NotifyEventsDropped.
-type DroppedParams struct {
-	Reason  string `json:"reason"`
-	LastSeq int64  `json:"last_seq"`
-}
+// The built-ins' DTOs are the contract's (package api); these names keep
+// existing callers compiling.
+type (
+	PingResult       = api.PingResult
+	StatusResult     = api.StatusResult
+	TailParams       = api.TailParams
+	TailResult       = api.TailResult
+	SubscribeParams  = api.SubscribeParams
+	SubscribeResult  = api.SubscribeResult
+	DroppedParams    = api.DroppedParams
+	ControlParams    = api.ControlParams
+	ControllerResult = api.ControllerResult
+)
 
 func (s *Server) registerEvents(log EventLog) {
-	s.Handle("events.tail", Read, func(ctx context.Context, call *Call) (any, error) {
-		var p TailParams
-		if err := DecodeStrict(call.Params, &p); err != nil {
-			return nil, err
-		}
+	Handle(s, api.EventsTail, Read, func(ctx context.Context, call *Call, p TailParams) (TailResult, error) {
 		evs, oldest, err := log.Tail(ctx, p.AfterSeq, p.Limit)
 		if err != nil {
-			return nil, err
+			return TailResult{}, err
 		}
 		limit := p.Limit
 		if limit == 0 {
@@ -174,18 +122,14 @@ func (s *Server) registerEvents(log EventLog) {
 		}
 		return res, nil
 	})
-	s.Handle("events.subscribe", Read, func(ctx context.Context, call *Call) (any, error) {
-		var p SubscribeParams
-		if err := DecodeStrict(call.Params, &p); err != nil {
-			return nil, err
-		}
+	Handle(s, api.EventsSubscribe, Read, func(ctx context.Context, call *Call, p SubscribeParams) (SubscribeResult, error) {
 		var after int64
 		if p.AfterSeq != nil {
 			after = *p.AfterSeq
 		} else {
 			last, err := log.LastSeq(ctx)
 			if err != nil {
-				return nil, err
+				return SubscribeResult{}, err
 			}
 			after = last
 		}
@@ -194,7 +138,7 @@ func (s *Server) registerEvents(log EventLog) {
 		sub, err := log.Subscribe(subCtx, after)
 		if err != nil {
 			cancel()
-			return nil, err
+			return SubscribeResult{}, err
 		}
 		c.mu.Lock()
 		prev := c.eventsCancel
@@ -207,10 +151,7 @@ func (s *Server) registerEvents(log EventLog) {
 		go s.forwardEvents(subCtx, c, sub, after)
 		return SubscribeResult{AfterSeq: after, OldestRetained: sub.OldestRetained, Missed: after+1 < sub.OldestRetained}, nil
 	})
-	s.Handle("events.unsubscribe", Read, func(ctx context.Context, call *Call) (any, error) {
-		if err := DecodeStrict(call.Params, &struct{}{}); err != nil {
-			return nil, err
-		}
+	Handle(s, api.EventsUnsubscribe, Read, func(ctx context.Context, call *Call, _ api.Empty) (api.UnsubscribeResult, error) {
 		c := call.conn
 		c.mu.Lock()
 		cancel := c.eventsCancel
@@ -219,7 +160,7 @@ func (s *Server) registerEvents(log EventLog) {
 		if cancel != nil {
 			cancel()
 		}
-		return map[string]bool{"unsubscribed": cancel != nil}, nil
+		return api.UnsubscribeResult{Unsubscribed: cancel != nil}, nil
 	})
 }
 
@@ -232,7 +173,9 @@ func (s *Server) forwardEvents(ctx context.Context, c *conn, sub *eventlog.Subsc
 	defer c.wg.Done()
 	defer sub.Close()
 	verified := s.clk.Now()
-	drop := func(reason string) { _ = c.Notify(NotifyEventsDropped, DroppedParams{Reason: reason, LastSeq: last}) }
+	drop := func(reason string) {
+		_ = Notify(c, api.NotifyEventsDropped, DroppedParams{Reason: reason, LastSeq: last})
+	}
 	for {
 		select {
 		case ev, ok := <-sub.Events():
@@ -253,7 +196,7 @@ func (s *Server) forwardEvents(ctx context.Context, c *conn, sub *eventlog.Subsc
 				}
 				verified = now
 			}
-			if c.Notify(NotifyEvent, ev) != nil {
+			if Notify(c, api.NotifyEvent, ev) != nil {
 				return
 			}
 			last = ev.Seq
@@ -261,20 +204,6 @@ func (s *Server) forwardEvents(ctx context.Context, c *conn, sub *eventlog.Subsc
 			return
 		}
 	}
-}
-
-// ControlParams are the params of control.take, control.release and
-// control.get. TTLSeconds (control.take only) defaults to 15 minutes.
-type ControlParams struct {
-	Conversation string `json:"conversation"`
-	TTLSeconds   int    `json:"ttl_s,omitempty"`
-}
-
-// ControllerResult is control.get's result.
-type ControllerResult struct {
-	Conversation string `json:"conversation"`
-	Controller   string `json:"controller,omitempty"`
-	Active       bool   `json:"active"`
 }
 
 func (s *Server) registerControl(leases LeaseStore, log EventLog) {
@@ -286,56 +215,51 @@ func (s *Server) registerControl(leases LeaseStore, log EventLog) {
 			s.log.Warn("controlapi: event append failed", "kind", kind, "err", err)
 		}
 	}
-	decode := func(call *Call, allowTTL bool) (ControlParams, error) {
-		var p ControlParams
-		if err := DecodeStrictLimits(call.Params, &p, Limits{MaxString: 256, MaxList: 0, MaxDepth: 1}); err != nil {
-			return p, err
-		}
+	// A conversation key and a TTL: nothing in these params is large.
+	lim := Limits{MaxString: 256, MaxList: 0, MaxDepth: 1}
+	check := func(p ControlParams, allowTTL bool) error {
 		if p.Conversation == "" {
-			return p, InvalidParams("conversation is required")
+			return InvalidParams("conversation is required")
 		}
 		if p.TTLSeconds != 0 && !allowTTL {
-			return p, InvalidParams("ttl_s applies to control.take only")
+			return InvalidParams("ttl_s applies to control.take only")
 		}
-		return p, nil
+		return nil
 	}
-	s.Handle("control.take", Control, func(ctx context.Context, call *Call) (any, error) {
-		p, err := decode(call, true)
-		if err != nil {
-			return nil, err
+	HandleLimits(s, api.ControlTake, Control, lim, func(ctx context.Context, call *Call, p ControlParams) (auth.Lease, error) {
+		if err := check(p, true); err != nil {
+			return auth.Lease{}, err
 		}
 		if p.TTLSeconds < 0 || p.TTLSeconds > int(auth.MaxLeaseTTL/time.Second) {
-			return nil, InvalidParams("ttl_s must be 0..%d", int(auth.MaxLeaseTTL/time.Second))
+			return auth.Lease{}, InvalidParams("ttl_s must be 0..%d", int(auth.MaxLeaseTTL/time.Second))
 		}
 		lease, err := leases.TakeControl(ctx, call.Principal, p.Conversation, time.Duration(p.TTLSeconds)*time.Second)
 		if err != nil {
-			return nil, err
+			return auth.Lease{}, err
 		}
 		record(ctx, eventlog.KindControlTaken, p.Conversation, lease)
 		return lease, nil
 	})
-	s.Handle("control.release", Control, func(ctx context.Context, call *Call) (any, error) {
-		p, err := decode(call, false)
-		if err != nil {
-			return nil, err
+	HandleLimits(s, api.ControlRelease, Control, lim, func(ctx context.Context, call *Call, p ControlParams) (api.ReleaseResult, error) {
+		if err := check(p, false); err != nil {
+			return api.ReleaseResult{}, err
 		}
 		released, err := leases.Release(ctx, call.Principal, p.Conversation)
 		if err != nil {
-			return nil, err
+			return api.ReleaseResult{}, err
 		}
 		if released {
 			record(ctx, eventlog.KindControlReleased, p.Conversation, map[string]string{"by": call.Principal.Name})
 		}
-		return map[string]bool{"released": released}, nil
+		return api.ReleaseResult{Released: released}, nil
 	})
-	s.Handle("control.get", Read, func(ctx context.Context, call *Call) (any, error) {
-		p, err := decode(call, false)
-		if err != nil {
-			return nil, err
+	HandleLimits(s, api.ControlGet, Read, lim, func(ctx context.Context, call *Call, p ControlParams) (ControllerResult, error) {
+		if err := check(p, false); err != nil {
+			return ControllerResult{}, err
 		}
 		name, ok, err := leases.ActiveControllerErr(ctx, p.Conversation)
 		if err != nil {
-			return nil, err
+			return ControllerResult{}, err
 		}
 		return ControllerResult{Conversation: p.Conversation, Controller: name, Active: ok}, nil
 	})

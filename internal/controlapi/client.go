@@ -15,6 +15,7 @@ import (
 
 	"github.com/raven-agent/raven/internal/auth"
 	"github.com/raven-agent/raven/internal/clock"
+	"github.com/raven-agent/raven/internal/controlapi/api"
 )
 
 // clientMaxFrame caps frames the client reads; server responses are
@@ -74,8 +75,8 @@ func NewClient(ctx context.Context, nc net.Conn, token string) (*Client, error) 
 		done: make(chan struct{}), pending: map[int64]chan response{},
 	}
 	go c.readLoop()
-	var hello HelloResult
-	if err := c.Call(ctx, methodHello, helloParams{Token: token}, &hello); err != nil {
+	hello, err := Invoke(ctx, c, api.Hello, api.HelloParams{Token: token})
+	if err != nil {
 		c.Close()
 		return nil, err
 	}

@@ -13,15 +13,16 @@ import (
 	"time"
 
 	"github.com/raven-agent/raven/internal/auth"
+	"github.com/raven-agent/raven/internal/controlapi/api"
 )
 
 const (
-	methodHello = "auth.hello"
+	methodHello = string(api.Hello)
 	// NotifyClosing is the last notification a dropped connection gets,
 	// with params {"reason": ...}: slow_consumer, frame_too_large,
 	// hello_timeout, auth_failures, shutdown. A pre-auth connection closed
 	// to make room (reason preauth_evicted) gets nothing.
-	NotifyClosing = "connection.closing"
+	NotifyClosing = string(api.NotifyClosing)
 	// maxHelloFailures closes a connection that keeps presenting bad tokens.
 	maxHelloFailures = 5
 	// closeGrace bounds the final flush of a closing connection.

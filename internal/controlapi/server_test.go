@@ -25,6 +25,7 @@ import (
 
 	"github.com/raven-agent/raven/internal/auth"
 	"github.com/raven-agent/raven/internal/clock"
+	"github.com/raven-agent/raven/internal/controlapi/api"
 	"github.com/raven-agent/raven/internal/eventlog"
 )
 
@@ -49,19 +50,19 @@ func TestAuthPerRole(t *testing.T) {
 		params any
 		want   int
 	}{
-		{"op", "ping", nil, 0},
-		{"op", "control.take", take, 0},
+		{"op", api.Ping.Name(), nil, 0},
+		{"op", api.ControlTake.Name(), take, 0},
 		{"op", "test.operator_only", nil, 0},
-		{"phone", "ping", nil, 0},
-		{"phone", "control.take", take, 0},
+		{"phone", api.Ping.Name(), nil, 0},
+		{"phone", api.ControlTake.Name(), take, 0},
 		{"phone", "test.operator_only", nil, CodeForbidden},
-		{"tablet", "ping", nil, 0},
-		{"tablet", "events.tail", nil, 0},
-		{"tablet", "control.take", take, CodeForbidden},
-		{"tablet", "control.release", take, CodeForbidden},
+		{"tablet", api.Ping.Name(), nil, 0},
+		{"tablet", api.EventsTail.Name(), nil, 0},
+		{"tablet", api.ControlTake.Name(), take, CodeForbidden},
+		{"tablet", api.ControlRelease.Name(), take, CodeForbidden},
 		{"tablet", "test.operator_only", nil, CodeForbidden},
-		{"ci", "auth.whoami", nil, 0},
-		{"ci", "control.take", take, CodeForbidden},
+		{"ci", api.Whoami.Name(), nil, 0},
+		{"ci", api.ControlTake.Name(), take, CodeForbidden},
 		{"ci", "test.operator_only", nil, CodeForbidden},
 	}
 	for _, tc := range cases {
@@ -74,7 +75,7 @@ func TestAuthPerRole(t *testing.T) {
 		})
 	}
 	var who auth.Principal
-	if err := e.dial("tablet").Call(ctx, "auth.whoami", nil, &who); err != nil || who.Name != "tablet" || !who.ReadOnly {
+	if err := e.dial("tablet").Call(ctx, api.Whoami.Name(), nil, &who); err != nil || who.Name != "tablet" || !who.ReadOnly {
 		t.Fatalf("whoami: %+v %v", who, err)
 	}
 	if _, err := Dial(ctx, e.sock, "rvn_bogus"); code(err) != CodeUnauthorized {
@@ -93,14 +94,14 @@ func TestRevokeAndRotateOnOpenConnection(t *testing.T) {
 	ctx := context.Background()
 	phone, tablet := e.dial("phone"), e.dial("tablet")
 	for _, c := range []*Client{phone, tablet} {
-		if err := c.Call(ctx, "ping", nil, nil); err != nil {
+		if err := c.Call(ctx, api.Ping.Name(), nil, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if err := e.store.Revoke(ctx, "phone"); err != nil {
 		t.Fatal(err)
 	}
-	err := phone.Call(ctx, "ping", nil, nil)
+	err := phone.Call(ctx, api.Ping.Name(), nil, nil)
 	if code(err) != CodeUnauthorized || !strings.Contains(err.Error(), "revoked") {
 		t.Fatalf("revoked call: %v", err)
 	}
@@ -108,15 +109,15 @@ func TestRevokeAndRotateOnOpenConnection(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := tablet.Call(ctx, "ping", nil, nil); code(err) != CodeUnauthorized {
+	if err := tablet.Call(ctx, api.Ping.Name(), nil, nil); code(err) != CodeUnauthorized {
 		t.Fatalf("rotated-away token: %v", err)
 	}
 	// The same connection may switch to the new token.
 	var hello HelloResult
-	if err := tablet.Call(ctx, "auth.hello", map[string]string{"token": newTok}, &hello); err != nil || hello.Principal.Generation != 2 {
+	if err := tablet.Call(ctx, api.Hello.Name(), map[string]string{"token": newTok}, &hello); err != nil || hello.Principal.Generation != 2 {
 		t.Fatalf("re-hello: %+v %v", hello, err)
 	}
-	if err := tablet.Call(ctx, "ping", nil, nil); err != nil {
+	if err := tablet.Call(ctx, api.Ping.Name(), nil, nil); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -186,7 +187,7 @@ func TestOversizedFrameClosesConnection(t *testing.T) {
 		t.Fatalf("close reason %q", r)
 	}
 	// The gateway carries on.
-	if err := e.dial("op").Call(context.Background(), "ping", nil, nil); err != nil {
+	if err := e.dial("op").Call(context.Background(), api.Ping.Name(), nil, nil); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -213,7 +214,7 @@ func TestConcurrentClients(t *testing.T) {
 			defer c.Close()
 			for j := 0; j < calls; j++ {
 				var who auth.Principal
-				if err := c.Call(ctx, "auth.whoami", nil, &who); err != nil {
+				if err := c.Call(ctx, api.Whoami.Name(), nil, &who); err != nil {
 					errs <- err
 					return
 				}
@@ -252,7 +253,7 @@ func TestSlowClientDroppedWithoutBlocking(t *testing.T) {
 	if r := <-e.closed; r != "slow_consumer" && r != "write_failed" {
 		t.Fatalf("close reason %q", r)
 	}
-	if err := fast.Call(ctx, "ping", nil, nil); err != nil {
+	if err := fast.Call(ctx, api.Ping.Name(), nil, nil); err != nil {
 		t.Fatalf("gateway blocked: %v", err)
 	}
 }
@@ -265,7 +266,7 @@ func TestEventsTailAndSubscribe(t *testing.T) {
 	}
 	c := e.dial("tablet")
 	var tail TailResult
-	if err := c.Call(ctx, "events.tail", TailParams{AfterSeq: 1, Limit: 10}, &tail); err != nil {
+	if err := c.Call(ctx, api.EventsTail.Name(), TailParams{AfterSeq: 1, Limit: 10}, &tail); err != nil {
 		t.Fatal(err)
 	}
 	if len(tail.Events) != 2 || tail.Events[0].Seq != 2 || tail.OldestRetained != 1 || tail.Missed || tail.More {
@@ -273,7 +274,7 @@ func TestEventsTailAndSubscribe(t *testing.T) {
 	}
 	zero := int64(0)
 	var sub SubscribeResult
-	if err := c.Call(ctx, "events.subscribe", SubscribeParams{AfterSeq: &zero}, &sub); err != nil {
+	if err := c.Call(ctx, api.EventsSubscribe.Name(), SubscribeParams{AfterSeq: &zero}, &sub); err != nil {
 		t.Fatal(err)
 	}
 	e.events.Append(ctx, eventlog.KindTurnFinished, "cli:1", nil)
@@ -302,7 +303,7 @@ func TestTakeControlOverAPI(t *testing.T) {
 	ctx := context.Background()
 	phone, op := e.dial("phone"), e.dial("op")
 	var lease auth.Lease
-	if err := phone.Call(ctx, "control.take", ControlParams{Conversation: "telegram:7", TTLSeconds: 60}, &lease); err != nil {
+	if err := phone.Call(ctx, api.ControlTake.Name(), ControlParams{Conversation: "telegram:7", TTLSeconds: 60}, &lease); err != nil {
 		t.Fatal(err)
 	}
 	if lease.Holder != "phone" || !lease.ExpiresAt.Equal(t0.Add(time.Minute)) {
@@ -310,7 +311,7 @@ func TestTakeControlOverAPI(t *testing.T) {
 	}
 	get := func() ControllerResult {
 		var r ControllerResult
-		if err := op.Call(ctx, "control.get", ControlParams{Conversation: "telegram:7"}, &r); err != nil {
+		if err := op.Call(ctx, api.ControlGet.Name(), ControlParams{Conversation: "telegram:7"}, &r); err != nil {
 			t.Fatal(err)
 		}
 		return r
@@ -322,16 +323,16 @@ func TestTakeControlOverAPI(t *testing.T) {
 	if r := get(); r.Active {
 		t.Fatalf("lease outlived ttl: %+v", r)
 	}
-	if err := phone.Call(ctx, "control.take", ControlParams{Conversation: "c", TTLSeconds: -1}, nil); code(err) != CodeInvalidParams {
+	if err := phone.Call(ctx, api.ControlTake.Name(), ControlParams{Conversation: "c", TTLSeconds: -1}, nil); code(err) != CodeInvalidParams {
 		t.Fatalf("negative ttl: %v", err)
 	}
-	if err := phone.Call(ctx, "control.release", ControlParams{Conversation: "c", TTLSeconds: 5}, nil); code(err) != CodeInvalidParams {
+	if err := phone.Call(ctx, api.ControlRelease.Name(), ControlParams{Conversation: "c", TTLSeconds: 5}, nil); code(err) != CodeInvalidParams {
 		t.Fatalf("ttl on release: %v", err)
 	}
-	if err := op.Call(ctx, "control.take", ControlParams{Conversation: "telegram:7"}, nil); err != nil {
+	if err := op.Call(ctx, api.ControlTake.Name(), ControlParams{Conversation: "telegram:7"}, nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := phone.Call(ctx, "control.release", ControlParams{Conversation: "telegram:7"}, nil); code(err) != CodeForbidden {
+	if err := phone.Call(ctx, api.ControlRelease.Name(), ControlParams{Conversation: "telegram:7"}, nil); code(err) != CodeForbidden {
 		t.Fatalf("phone releasing op's lease: %v", err)
 	}
 	evs, _, _ := e.events.Tail(ctx, 0, 10)
@@ -359,11 +360,11 @@ func TestBroadcastAndNotifier(t *testing.T) {
 	if err := e.store.Revoke(ctx, "phone"); err != nil {
 		t.Fatal(err)
 	}
-	n := e.srv.Broadcast("clarify.request", map[string]string{"question": "?"}, func(p auth.Principal) bool { return !p.ReadOnly && p.Role != auth.RoleCaptain })
+	n := e.srv.Broadcast(api.NotifyClarifyRequest.Name(), map[string]string{"question": "?"}, func(p auth.Principal) bool { return !p.ReadOnly && p.Role != auth.RoleCaptain })
 	if n != 1 {
 		t.Fatalf("broadcast reached %d connections, want 1 (op)", n)
 	}
-	if got := <-op.Notifications(); got.Method != "clarify.request" {
+	if got := <-op.Notifications(); got.Method != api.NotifyClarifyRequest.Name() {
 		t.Fatalf("op got %+v", got)
 	}
 	if err := later.Notify("test.later", nil); err != nil {
@@ -494,10 +495,10 @@ func TestShutdownNotifiesClients(t *testing.T) {
 		t.Fatalf("got %+v", n)
 	}
 	<-c2.Done()
-	if err := c2.Call(context.Background(), "ping", nil, nil); !errors.Is(err, ErrClientClosed) {
+	if err := c2.Call(context.Background(), api.Ping.Name(), nil, nil); !errors.Is(err, ErrClientClosed) {
 		t.Fatalf("call after shutdown: %v", err)
 	}
-	if err := c.Call(context.Background(), "ping", nil, nil); err != nil {
+	if err := c.Call(context.Background(), api.Ping.Name(), nil, nil); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -562,7 +563,7 @@ func TestTLSListener(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	if err := c.Call(ctx, "control.take", ControlParams{Conversation: "x"}, nil); err != nil {
+	if err := c.Call(ctx, api.ControlTake.Name(), ControlParams{Conversation: "x"}, nil); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := DialTLS(ctx, ln.Addr().String(), e.tokens["phone"], &tls.Config{ServerName: "localhost"}); err == nil {
@@ -598,7 +599,7 @@ func TestRoundTripLatency(t *testing.T) {
 	lat := make([]time.Duration, n)
 	for i := range lat {
 		start := time.Now()
-		if err := c.Call(ctx, "ping", nil, nil); err != nil {
+		if err := c.Call(ctx, api.Ping.Name(), nil, nil); err != nil {
 			t.Fatal(err)
 		}
 		lat[i] = time.Since(start)
@@ -616,7 +617,7 @@ func BenchmarkRoundTrip(b *testing.B) {
 	var lat []time.Duration
 	for b.Loop() {
 		start := time.Now()
-		if err := c.Call(ctx, "ping", nil, nil); err != nil {
+		if err := c.Call(ctx, api.Ping.Name(), nil, nil); err != nil {
 			b.Fatal(err)
 		}
 		lat = append(lat, time.Since(start))
@@ -637,7 +638,7 @@ func BenchmarkParallelCalls(b *testing.B) {
 		}
 		defer c.Close()
 		for pb.Next() {
-			if err := c.Call(context.Background(), "ping", nil, nil); err != nil {
+			if err := c.Call(context.Background(), api.Ping.Name(), nil, nil); err != nil {
 				b.Error(err)
 				return
 			}

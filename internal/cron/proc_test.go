@@ -206,8 +206,11 @@ func TestThreeServicesFireEachJobExactlyOnce(t *testing.T) {
 	pct := func(p float64) time.Duration { return late[int(p*float64(len(late)-1))] }
 	t.Logf("3 processes, %d jobs every 1s, %s: %d fires (by pid %v); lateness p50=%s p99=%s max=%s",
 		jobs, run, len(runs), pids, pct(0.5), pct(0.99), late[len(late)-1])
-	if pct(0.99) > 250*time.Millisecond {
-		t.Errorf("p99 lateness %s", pct(0.99))
+	// Exactly-once above is the contract; lateness is a figure, held only
+	// where timings mean something (the race detector slows every process
+	// several-fold on a shared 2-core machine).
+	if bound := 250 * time.Millisecond; pct(0.99) > bound && !raceEnabled {
+		t.Errorf("p99 lateness %s, want under %s", pct(0.99), bound)
 	}
 }
 

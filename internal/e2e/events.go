@@ -2,13 +2,13 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/raven-agent/raven/internal/controlapi"
+	"github.com/raven-agent/raven/internal/controlapi/api"
 	"github.com/raven-agent/raven/internal/eventlog"
 )
 
@@ -32,7 +32,7 @@ func (e *Env) Subscribe() *Events {
 	zero := int64(0)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := ev.c.Call(ctx, "events.subscribe", controlapi.SubscribeParams{AfterSeq: &zero}, nil); err != nil {
+	if _, err := controlapi.Invoke(ctx, ev.c, api.EventsSubscribe, api.SubscribeParams{AfterSeq: &zero}); err != nil {
 		e.T.Fatalf("e2e: events.subscribe: %v", err)
 	}
 	return ev
@@ -44,11 +44,8 @@ func (ev *Events) read() {
 		case <-ev.c.Done():
 			return
 		case n := <-ev.c.Notifications():
-			if n.Method != controlapi.NotifyEvent {
-				continue
-			}
-			var e eventlog.Event
-			if json.Unmarshal(n.Params, &e) != nil {
+			e, ok, err := controlapi.DecodeNotification(n, api.NotifyEvent)
+			if !ok || err != nil {
 				continue
 			}
 			ev.mu.Lock()

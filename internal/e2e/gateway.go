@@ -14,6 +14,7 @@ import (
 
 	"github.com/raven-agent/raven/internal/auth"
 	"github.com/raven-agent/raven/internal/controlapi"
+	"github.com/raven-agent/raven/internal/controlapi/api"
 )
 
 // Gateway is a running `raven gateway` process of an Env.
@@ -133,16 +134,18 @@ func (e *Env) dial(ctx context.Context) (*controlapi.Client, error) {
 	return controlapi.Dial(ctx, e.Path("raven.sock"), tok)
 }
 
-// Call is one control-API call on a fresh connection, failing the test on
-// error; result may be nil.
-func (e *Env) Call(method string, params, result any) {
+// Call is one control-API call on a fresh connection of e, failing the
+// test on error.
+func Call[Req, Resp any](e *Env, m api.Method[Req, Resp], req Req) Resp {
 	e.T.Helper()
 	c := e.Dial()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := c.Call(ctx, method, params, result); err != nil {
-		e.T.Fatalf("e2e: %s: %v", method, err)
+	resp, err := controlapi.Invoke(ctx, c, m, req)
+	if err != nil {
+		e.T.Fatalf("e2e: %s: %v", m, err)
 	}
+	return resp
 }
 
 // Eventually polls cond every 20 ms until it holds or within passes, then

@@ -6,26 +6,8 @@ import (
 
 	"github.com/raven-agent/raven/internal/approvals"
 	"github.com/raven-agent/raven/internal/controlapi"
-	"github.com/raven-agent/raven/internal/strictjson"
+	"github.com/raven-agent/raven/internal/controlapi/api"
 )
-
-// ApprovalsListParams are approvals.list's parameters.
-type ApprovalsListParams struct {
-	// All includes answered, expired and withdrawn requests.
-	All   bool `json:"all,omitempty"`
-	Limit int  `json:"limit,omitempty"`
-}
-
-// ApprovalsList is approvals.list's result, newest first.
-type ApprovalsList struct {
-	Approvals []approvals.Request `json:"approvals"`
-}
-
-// ApprovalsDecideParams are approvals.decide's parameters.
-type ApprovalsDecideParams struct {
-	ID       string             `json:"id"`
-	Decision approvals.Decision `json:"decision"`
-}
 
 // registerApprovals adds the exec approvals methods to the gateway.
 func (g *Gateway) registerApprovals() { RegisterApprovals(g.control, g.rt.Approvals()) }
@@ -36,39 +18,25 @@ func (g *Gateway) registerApprovals() { RegisterApprovals(g.control, g.rt.Approv
 // credential for each call. Deciding in the process whose exec waits wakes
 // it at once.
 func RegisterApprovals(srv *controlapi.Server, st *approvals.Store) {
-	srv.Handle("approvals.list", controlapi.Read, func(ctx context.Context, c *controlapi.Call) (any, error) {
-		var p ApprovalsListParams
-		if len(c.Params) > 0 && string(c.Params) != "null" {
-			if err := strictjson.Decode(c.Params, &p); err != nil {
-				return nil, controlapi.InvalidParams("approvals.list: %v", err)
+	controlapi.Handle(srv, api.ApprovalsList, controlapi.Read,
+		func(ctx context.Context, _ *controlapi.Call, p api.ApprovalsListParams) (api.ApprovalsListResult, error) {
+			rs, err := st.List(ctx, approvals.ListOptions{All: p.All, Limit: p.Limit})
+			if err != nil {
+				return api.ApprovalsListResult{}, approvalsRPCErr(err)
 			}
-		}
-		rs, err := st.List(ctx, approvals.ListOptions{All: p.All, Limit: p.Limit})
-		if err != nil {
-			return nil, approvalsRPCErr(err)
-		}
-		if rs == nil {
-			rs = []approvals.Request{}
-		}
-		return ApprovalsList{Approvals: rs}, nil
-	})
-	srv.Handle("approvals.decide", controlapi.Control, func(ctx context.Context, c *controlapi.Call) (any, error) {
-		var p ApprovalsDecideParams
-		if err := strictjson.Decode(c.Params, &p); err != nil {
-			return nil, controlapi.InvalidParams("approvals.decide: %v", err)
-		}
-		r, err := st.Decide(ctx, c.Principal, p.ID, p.Decision)
-		if err != nil {
-			return nil, approvalsRPCErr(err)
-		}
-		return r, nil
-	})
-}
-
-// ApprovalErrorData is the data of a JSON-RPC error from the approvals
-// methods: the precise reason, since expired and resolved share a code.
-type ApprovalErrorData struct {
-	Code string `json:"approvals_code"`
+			if rs == nil {
+				rs = []approvals.Request{}
+			}
+			return api.ApprovalsListResult{Approvals: rs}, nil
+		})
+	controlapi.Handle(srv, api.ApprovalsDecide, controlapi.Control,
+		func(ctx context.Context, c *controlapi.Call, p api.ApprovalsDecideParams) (approvals.Request, error) {
+			r, err := st.Decide(ctx, c.Principal, p.ID, p.Decision)
+			if err != nil {
+				return approvals.Request{}, approvalsRPCErr(err)
+			}
+			return r, nil
+		})
 }
 
 // approvalsRPCErr maps the approvals contract's errors onto JSON-RPC ones;
@@ -91,6 +59,6 @@ func approvalsRPCErr(err error) error {
 	default:
 		return err
 	}
-	re.Data = ApprovalErrorData{Code: code}
+	re.Data = api.ApprovalErrorData{Code: code}
 	return re
 }

@@ -5,14 +5,11 @@ import (
 
 	"github.com/raven-agent/raven/internal/channels"
 	"github.com/raven-agent/raven/internal/controlapi"
+	"github.com/raven-agent/raven/internal/controlapi/api"
 	"github.com/raven-agent/raven/internal/questions"
 	"github.com/raven-agent/raven/internal/runtime"
 	"github.com/raven-agent/raven/internal/spine"
 )
-
-// clarifyRequestMethod is the notification carrying an ask_user question
-// to attached TUI clients.
-const clarifyRequestMethod = "clarify.request"
 
 // connSurface is one chat.attach connection as a runtime surface: messages
 // for its conversation go out as chat.message notifications. A slow
@@ -20,7 +17,7 @@ const clarifyRequestMethod = "clarify.request"
 type connSurface struct{ n controlapi.Notifier }
 
 func (s connSurface) Deliver(_ context.Context, m spine.Message) error {
-	return s.n.Notify(channels.ChatMessageMethod, channels.ChatMessage{Conversation: spine.ConversationKey(m.Channel, m.ChatID),
+	return controlapi.Notify(s.n, api.NotifyChatMessage, api.ChatMessage{Conversation: spine.ConversationKey(m.Channel, m.ChatID),
 		Content: m.Content, Origin: string(m.Origin), Proactive: m.Proactive, Reply: m.Reply})
 }
 
@@ -29,7 +26,7 @@ func (s connSurface) Deliver(_ context.Context, m spine.Message) error {
 type tuiSurface struct{ connSurface }
 
 func (s tuiSurface) Ask(req questions.ClarifyRequest) {
-	s.n.Notify(clarifyRequestMethod, req) // a dead connection is detached when Done closes
+	controlapi.Notify(s.n, api.NotifyClarifyRequest, req) // a dead connection is detached when Done closes
 }
 
 // attachKey is one connection following one conversation: a repeated
@@ -72,7 +69,7 @@ func (g *Gateway) attach(ctx context.Context, conv string, n controlapi.Notifier
 		}()
 	}
 	if req, ok := g.rt.Broker().Pending(conv); ok {
-		if err := n.Notify(clarifyRequestMethod, req); err != nil {
+		if err := controlapi.Notify(n, api.NotifyClarifyRequest, req); err != nil {
 			g.rt.Logger().Debug("clarify.request not resent on attach", "conversation", conv, "err", err)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/raven-agent/raven/internal/auth"
 	"github.com/raven-agent/raven/internal/config"
 	"github.com/raven-agent/raven/internal/controlapi"
+	"github.com/raven-agent/raven/internal/controlapi/api"
 	"github.com/raven-agent/raven/internal/llm"
 	"github.com/raven-agent/raven/internal/runtime"
 	"github.com/raven-agent/raven/internal/spine"
@@ -124,7 +125,7 @@ func TestEphemeralOutletsReportNobodyAttached(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Post = %v", err)
 			}
-			if got := n.notes(); len(got) != 1 || got[0].method != "chat.message" {
+			if got := n.notes(); len(got) != 1 || got[0].method != api.NotifyChatMessage.Name() {
 				t.Fatalf("notified %+v", got)
 			}
 		})

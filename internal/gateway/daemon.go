@@ -4,7 +4,6 @@ package gateway
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -14,9 +13,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/raven-agent/raven/internal/auth"
 	"github.com/raven-agent/raven/internal/config"
 	"github.com/raven-agent/raven/internal/controlapi"
+	"github.com/raven-agent/raven/internal/controlapi/api"
 	"github.com/raven-agent/raven/internal/questions"
 	"github.com/raven-agent/raven/internal/runtime"
 	"github.com/raven-agent/raven/internal/statefile"
@@ -35,6 +34,15 @@ type DaemonOptions struct {
 	Ready func(startup time.Duration)
 	// TelegramServerURL overrides the Bot API URL (tests).
 	TelegramServerURL string
+	// Reload, when set, reloads config.json at once on each receive (the
+	// entry point sends on SIGHUP). The file is also polled.
+	Reload <-chan struct{}
+	// ConfigPoll is how often config.json is checked for a change (default
+	// DefaultConfigPoll, on the runtime's clock).
+	ConfigPoll time.Duration
+	// Overlay re-applies the entry point's own overrides (--model) to each
+	// reloaded config, so they do not read as changes of the file.
+	Overlay func(*config.Config) error
 }
 
 // Gateway is the daemon on top of one runtime: the control API, the
@@ -45,6 +53,8 @@ type Gateway struct {
 	// attached are the chat.attach connections, so a repeat is a no-op.
 	attachMu sync.Mutex
 	attached map[attachKey]struct{}
+	// reload is what the last config reload left.
+	reload reloadState
 	// inbound ends the channels' receive loops (Telegram polling, the
 	// webhook listener) before the scheduler drains, so no message is
 	// acknowledged that could no longer be run.
@@ -161,6 +171,13 @@ func Start(ctx context.Context, o DaemonOptions) (*Gateway, error) {
 		rt.Close(context.Background())
 		return nil, err
 	}
+	g.reload.appliedAt = rt.Clock().Now()
+	poll := o.ConfigPoll
+	if poll <= 0 {
+		poll = DefaultConfigPoll
+	}
+	stamp := stampOf(rt.Paths().Config())
+	rt.Go("config watch", func(ctx context.Context) error { return g.watchConfig(ctx, stamp, poll, o.Reload, o.Overlay) })
 	return g, nil
 }
 
@@ -185,29 +202,13 @@ func (g *Gateway) wire(ctx context.Context, o DaemonOptions) error {
 	g.control.RegisterBuiltins(controlapi.Builtins{Leases: rt.Auth(), Events: rt.Events(), Version: o.Version, Status: g.status})
 
 	clarify := &questions.ClarifyHandler{Broker: rt.Broker(), Authority: rt.Authority()}
-	g.control.Handle("clarify.respond", controlapi.Control, func(ctx context.Context, c *controlapi.Call) (any, error) {
-		return rpcErr(clarify.ClarifyRespond(ctx, c.Principal, c.Params))
-	})
-	qs := rt.Questions()
-	for method, h := range map[string]func(context.Context, auth.Principal, json.RawMessage) (any, error){
-		"input_get": qs.InputGet, "input_answer": qs.InputAnswer, "input_cancel": qs.InputCancel,
-	} {
-		access := controlapi.Control
-		if method == "input_get" {
-			access = controlapi.Read
-		}
-		h := h
-		g.control.Handle(method, access, func(ctx context.Context, c *controlapi.Call) (any, error) {
-			return rpcErr(h(ctx, c.Principal, c.Params))
+	controlapi.Handle(g.control, api.ClarifyRespond, controlapi.Control,
+		func(ctx context.Context, c *controlapi.Call, in questions.ClarifyRespondParams) (questions.ClarifyRespondResult, error) {
+			return rpcErr(clarify.Respond(ctx, c.Principal, in))
 		})
-	}
-	for _, m := range qs.Methods() {
-		g.control.Handle(m.Name, m.Access, func(ctx context.Context, c *controlapi.Call) (any, error) {
-			return questions.RPCResult(m.Handle(ctx, c.Principal, c.Params))
-		})
-	}
-	g.control.Handle("chat.send", controlapi.Control, g.chatSend)
-	g.control.Handle("chat.attach", controlapi.Read, g.chatAttach)
+	RegisterQuestions(g.control, rt.Questions())
+	controlapi.Handle(g.control, api.ChatSend, controlapi.Control, g.chatSend)
+	controlapi.Handle(g.control, api.ChatAttach, controlapi.Read, g.chatAttach)
 	g.registerApprovals()
 	return nil
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/raven-agent/raven/internal/channels/telegramtest"
 	"github.com/raven-agent/raven/internal/config"
 	"github.com/raven-agent/raven/internal/controlapi"
+	"github.com/raven-agent/raven/internal/controlapi/api"
 	"github.com/raven-agent/raven/internal/llm"
 	"github.com/raven-agent/raven/internal/runtime"
 )
@@ -64,8 +65,8 @@ func TestStartShutdownLeavesNoGoroutine(t *testing.T) {
 	go func() { served <- g.Control().Serve(serveCtx, ln) }()
 
 	c := dialToken(t, sock, operatorToken(t, p.Root))
-	call(t, c, "chat.attach", map[string]any{"conversation": "tui:main"}, nil)
-	call(t, c, "chat.send", map[string]any{"conversation": "tui:main", "text": "hi"}, nil)
+	call(t, c, api.ChatAttach, api.ChatAttachParams{Conversation: "tui:main"})
+	call(t, c, api.ChatSend, api.ChatSendParams{Conversation: "tui:main", Text: "hi"})
 	if m := nextChatMessage(t, c); m.Content != "tui reply" {
 		t.Fatalf("chat.message %+v", m)
 	}
@@ -89,5 +90,43 @@ func TestStartShutdownLeavesNoGoroutine(t *testing.T) {
 	case d := <-got:
 		t.Errorf("unexpected webhook delivery %s", d.body)
 	default:
+	}
+}
+
+// The gateway serves every method of the contract, each decoding its
+// declared request strictly: a probe with an unknown field is refused as
+// invalid params, never "method not found".
+func TestGatewayServesTheContract(t *testing.T) {
+	p, err := config.NewPaths(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	g, err := Start(ctx, DaemonOptions{Runtime: runtime.Options{Paths: p, Config: config.Default()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Shutdown(ctx)
+	sock := filepath.Join(p.Root, "t.sock")
+	ln, err := controlapi.ListenUnix(sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	serveCtx, stopServe := context.WithCancel(ctx)
+	defer stopServe()
+	go g.Control().Serve(serveCtx, ln)
+	c := dialToken(t, sock, operatorToken(t, p.Root))
+	defer c.Close()
+	for _, name := range []string{api.Ping.Name(), api.Whoami.Name(), api.GatewayStatus.Name(), api.EventsTail.Name(),
+		api.EventsSubscribe.Name(), api.EventsUnsubscribe.Name(), api.ControlTake.Name(), api.ControlRelease.Name(),
+		api.ControlGet.Name(), api.ChatSend.Name(), api.ChatAttach.Name(), api.ClarifyRespond.Name(),
+		api.InputGet.Name(), api.InputAnswer.Name(), api.InputCancel.Name()} {
+		err := c.Call(ctx, name, map[string]int{"not_in_the_contract": 1}, nil)
+		if !controlapi.IsCode(err, controlapi.CodeInvalidParams) {
+			t.Errorf("%s with an unknown field: %v, want invalid params", name, err)
+		}
+	}
+	if st := call(t, c, api.GatewayStatus, api.Empty{}); st.Gateway == nil || st.Gateway.DataDir != p.Root {
+		t.Fatalf("gateway.status has no gateway part: %+v", st)
 	}
 }

@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/raven-agent/raven/internal/controlapi/api"
 )
 
 // TestFigures measures process start-up and memory of the real binary:
@@ -77,7 +79,7 @@ func TestFigures(t *testing.T) {
 		lat := make([]time.Duration, 0, 2000)
 		for range cap(lat) {
 			start := time.Now()
-			call(t, c, "ping", nil, nil)
+			call(t, c, api.Ping, api.Empty{})
 			lat = append(lat, time.Since(start))
 		}
 		slices.Sort(lat)

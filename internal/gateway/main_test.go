@@ -22,6 +22,7 @@ import (
 
 	"github.com/raven-agent/raven/internal/auth"
 	"github.com/raven-agent/raven/internal/controlapi"
+	"github.com/raven-agent/raven/internal/controlapi/api"
 )
 
 // binDir holds the raven binary the process tests run; TestMain removes it.
@@ -289,17 +290,19 @@ func (g *gatewayProc) stop(t *testing.T, sig syscall.Signal, limit time.Duration
 }
 
 // call is a bounded control-API call that fails the test on error.
-func call(t *testing.T, c *controlapi.Client, method string, params, result any) {
+func call[Req, Resp any](t *testing.T, c *controlapi.Client, m api.Method[Req, Resp], req Req) Resp {
 	t.Helper()
-	if err := callErr(c, method, params, result); err != nil {
-		t.Fatalf("%s: %v", method, err)
+	resp, err := callErr(c, m, req)
+	if err != nil {
+		t.Fatalf("%s: %v", m, err)
 	}
+	return resp
 }
 
-func callErr(c *controlapi.Client, method string, params, result any) error {
+func callErr[Req, Resp any](c *controlapi.Client, m api.Method[Req, Resp], req Req) (Resp, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	return c.Call(ctx, method, params, result)
+	return controlapi.Invoke(ctx, c, m, req)
 }
 
 // eventually polls cond until it holds, failing after 10 s.

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/raven-agent/raven/internal/channels"
+	"github.com/raven-agent/raven/internal/controlapi/api"
 	"github.com/raven-agent/raven/internal/cron"
 	"github.com/raven-agent/raven/internal/llm"
 )
@@ -28,7 +29,7 @@ func TestCronDeliveryKeptForNextAttach(t *testing.T) {
 		t.Fatalf("fire = %+v, %v", run, err)
 	}
 	st, err := g.status(ctx)
-	if err != nil || st.(Status).OutboxPending != 1 {
+	if err != nil || st.OutboxPending != 1 {
 		t.Fatalf("status = %+v, %v; want one item waiting", st, err)
 	}
 
@@ -38,7 +39,7 @@ func TestCronDeliveryKeptForNextAttach(t *testing.T) {
 		t.Fatal(err)
 	}
 	notes := tui.notes()
-	if len(notes) != 1 || notes[0].method != channels.ChatMessageMethod {
+	if len(notes) != 1 || notes[0].method != api.NotifyChatMessage.Name() {
 		t.Fatalf("attach got %+v", notes)
 	}
 	if m := notes[0].params.(channels.ChatMessage); m.Content != "Stand up and stretch." || !m.Proactive || m.Conversation != "tui:main" {
@@ -52,7 +53,7 @@ func TestCronDeliveryKeptForNextAttach(t *testing.T) {
 	if n := later.notes(); len(n) != 0 {
 		t.Fatalf("a second attach was shown it again: %+v", n)
 	}
-	if st, _ := g.status(ctx); st.(Status).OutboxPending != 0 {
+	if st, _ := g.status(ctx); st.OutboxPending != 0 {
 		t.Fatalf("still waiting after the attach: %+v", st)
 	}
 
@@ -65,7 +66,7 @@ func TestCronDeliveryKeptForNextAttach(t *testing.T) {
 	if len(live) != 1 || live[0].params.(channels.ChatMessage).Content != "Stretch again." {
 		t.Fatalf("the attached TUI got %+v", live)
 	}
-	if st, _ := g.status(ctx); st.(Status).OutboxPending != 0 {
+	if st, _ := g.status(ctx); st.OutboxPending != 0 {
 		t.Fatalf("a fire with a TUI attached went to the outbox: %+v", st)
 	}
 }

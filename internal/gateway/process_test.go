@@ -15,6 +15,7 @@ import (
 
 	"github.com/raven-agent/raven/internal/channels"
 	"github.com/raven-agent/raven/internal/controlapi"
+	"github.com/raven-agent/raven/internal/controlapi/api"
 	"github.com/raven-agent/raven/internal/sqlitedb"
 )
 
@@ -88,7 +89,7 @@ func TestGatewayGracefulShutdown(t *testing.T) {
 			gw := startGateway(t, dir, model)
 			gw.waitReady(t)
 			c := gw.dial(t)
-			call(t, c, "chat.send", map[string]any{"conversation": "tui:main", "text": "do the slow thing"}, nil)
+			call(t, c, api.ChatSend, api.ChatSendParams{Conversation: "tui:main", Text: "do the slow thing"})
 			started := filepath.Join(dir, "workspace", "started")
 			eventually(t, "the exec tool to start", func() bool { _, err := os.Stat(started); return err == nil })
 
@@ -181,8 +182,8 @@ func TestGatewayControlAPI(t *testing.T) {
 	gw.waitReady(t)
 	c := gw.dial(t)
 
-	call(t, c, "chat.attach", map[string]any{"conversation": "tui:main"}, nil)
-	call(t, c, "chat.send", map[string]any{"conversation": "tui:main", "text": "hi"}, nil)
+	call(t, c, api.ChatAttach, api.ChatAttachParams{Conversation: "tui:main"})
+	call(t, c, api.ChatSend, api.ChatSendParams{Conversation: "tui:main", Text: "hi"})
 	msg := nextChatMessage(t, c)
 	if msg.Conversation != "tui:main" || msg.Content != "hello from raven" || !msg.Reply || msg.Proactive {
 		t.Fatalf("chat.message %+v, want the scripted reply on tui:main", msg)
@@ -190,8 +191,7 @@ func TestGatewayControlAPI(t *testing.T) {
 
 	var kinds []string
 	eventually(t, "turn.started and turn.finished in events.tail", func() bool {
-		var res controlapi.TailResult
-		call(t, c, "events.tail", map[string]any{"after_seq": 0, "limit": 100}, &res)
+		res := call(t, c, api.EventsTail, api.TailParams{Limit: 100})
 		kinds = kinds[:0]
 		for _, e := range res.Events {
 			if e.Conversation == "tui:main" {
@@ -223,10 +223,10 @@ func TestGatewayControlAPI(t *testing.T) {
 		}
 		rc := dialToken(t, gw.socket(), strings.TrimSpace(out))
 		clients[r.name] = rc
-		if err := callErr(rc, "events.tail", map[string]any{"after_seq": 0, "limit": 1}, nil); err != nil {
+		if _, err := callErr(rc, api.EventsTail, api.TailParams{Limit: 1}); err != nil {
 			t.Errorf("%s: events.tail: %v", r.name, err)
 		}
-		err := callErr(rc, "chat.send", map[string]any{"conversation": "tui:" + r.name, "text": "hi"}, nil)
+		_, err := callErr(rc, api.ChatSend, api.ChatSendParams{Conversation: "tui:" + r.name, Text: "hi"})
 		switch {
 		case r.canSend && err != nil:
 			t.Errorf("%s: chat.send: %v", r.name, err)
@@ -240,19 +240,19 @@ func TestGatewayControlAPI(t *testing.T) {
 	if _, errOut, code := raven(t, dir, "auth", "revoke", "ro"); code != 0 {
 		t.Fatalf("auth revoke: exit %d: %s", code, errOut)
 	}
-	if err := callErr(clients["ro"], "ping", nil, nil); !controlapi.IsCode(err, controlapi.CodeUnauthorized) {
+	if _, err := callErr(clients["ro"], api.Ping, api.Empty{}); !controlapi.IsCode(err, controlapi.CodeUnauthorized) {
 		t.Errorf("revoked credential: ping err %v, want unauthorized", err)
 	}
 	newTok, errOut, code := raven(t, dir, "auth", "rotate", "ctl")
 	if code != 0 {
 		t.Fatalf("auth rotate: exit %d: %s", code, errOut)
 	}
-	if err := callErr(clients["ctl"], "ping", nil, nil); !controlapi.IsCode(err, controlapi.CodeUnauthorized) {
+	if _, err := callErr(clients["ctl"], api.Ping, api.Empty{}); !controlapi.IsCode(err, controlapi.CodeUnauthorized) {
 		t.Errorf("rotated credential: ping err %v, want unauthorized", err)
 	}
-	call(t, dialToken(t, gw.socket(), strings.TrimSpace(newTok)), "ping", nil, nil)
+	call(t, dialToken(t, gw.socket(), strings.TrimSpace(newTok)), api.Ping, api.Empty{})
 	// The operator was untouched by all of this.
-	call(t, c, "ping", nil, nil)
+	call(t, c, api.Ping, api.Empty{})
 
 	if code, _ := gw.stop(t, syscall.SIGTERM, 15*time.Second); code != 0 {
 		t.Fatalf("gateway exit %d\n%s", code, gw.log.String())
@@ -268,7 +268,7 @@ func nextChatMessage(t *testing.T, c *controlapi.Client) channels.ChatMessage {
 			if !ok {
 				t.Fatalf("connection closed: %v", c.Err())
 			}
-			if n.Method != channels.ChatMessageMethod {
+			if n.Method != api.NotifyChatMessage.Name() {
 				continue
 			}
 			var m channels.ChatMessage

@@ -4,17 +4,19 @@ import (
 	"errors"
 
 	"github.com/raven-agent/raven/internal/controlapi"
+	"github.com/raven-agent/raven/internal/controlapi/api"
 	"github.com/raven-agent/raven/internal/questions"
 )
 
 // rpcErr maps the questions package's typed errors onto JSON-RPC errors.
-func rpcErr(v any, err error) (any, error) {
+func rpcErr[T any](v T, err error) (T, error) {
 	if err == nil {
 		return v, nil
 	}
+	var zero T
 	var qe *questions.Error
 	if !errors.As(err, &qe) {
-		return nil, err
+		return zero, err
 	}
 	msg := err.Error()
 	var re *controlapi.RPCError
@@ -32,14 +34,6 @@ func rpcErr(v any, err error) (any, error) {
 	}
 	// The JSON-RPC code is coarser than the questions code (expired and
 	// conflict share one); the data keeps the precise one for clients.
-	re.Data = QuestionErrorData{Code: qe.Code(), Reason: qe.Reason}
-	return nil, re
-}
-
-// QuestionErrorData is the data of a JSON-RPC error from the questions
-// methods (input_get, input_answer, input_cancel, clarify.respond): the
-// questions package's error code and reason.
-type QuestionErrorData struct {
-	Code   string `json:"questions_code"`
-	Reason string `json:"reason,omitempty"`
+	re.Data = api.QuestionErrorData{Code: qe.Code(), Reason: qe.Reason}
+	return zero, re
 }

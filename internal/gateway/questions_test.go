@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/raven-agent/raven/internal/controlapi/api"
 	"github.com/raven-agent/raven/internal/eventlog"
 	"github.com/raven-agent/raven/internal/llm"
 	"github.com/raven-agent/raven/internal/questions"
@@ -38,7 +39,7 @@ func askOnTUI(t *testing.T, g *Gateway) (*spine.Ticket, questions.ClarifyRequest
 	select {
 	case n := <-watcher.got:
 		req, ok := n.params.(questions.ClarifyRequest)
-		if n.method != "clarify.request" || !ok {
+		if n.method != api.NotifyClarifyRequest.Name() || !ok {
 			t.Fatalf("first notification %+v", n)
 		}
 		return tk, req
@@ -75,7 +76,7 @@ func TestAttachResendsPendingQuestion(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := late.notes()
-	if len(got) != 1 || got[0].method != "clarify.request" {
+	if len(got) != 1 || got[0].method != api.NotifyClarifyRequest.Name() {
 		t.Fatalf("late attach got %+v", got)
 	}
 	req := got[0].params.(questions.ClarifyRequest)

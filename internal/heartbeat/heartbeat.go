@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/raven-agent/raven/internal/clock"
@@ -100,6 +101,10 @@ type Service struct {
 	opts Options
 	clk  clock.Clock
 	log  *slog.Logger
+	// interval is opts.Interval as changed live by SetInterval; changed
+	// ends the wait in progress so the new interval counts from the change.
+	interval atomic.Int64
+	changed  chan struct{}
 
 	// tickMu keeps a manual tick from overlapping the loop's.
 	tickMu sync.Mutex
@@ -127,22 +132,21 @@ func New(opts Options) (*Service, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Service{opts: opts, clk: c, log: log.With("component", "heartbeat")}, nil
+	s := &Service{opts: opts, clk: c, log: log.With("component", "heartbeat"), changed: make(chan struct{}, 1)}
+	s.interval.Store(int64(opts.Interval))
+	return s, nil
 }
 
 // Run ticks every Interval, or earlier when the Waiter fires a wake, until
 // ctx ends; it then returns nil. A failed tick is logged and the loop goes on.
 func (s *Service) Run(ctx context.Context) error {
 	for {
-		var reasons []string
-		if s.opts.Waiter != nil {
-			w, err := s.opts.Waiter.Wait(ctx, s.opts.Interval)
-			if err != nil {
-				return nil
-			}
-			reasons = w.Reasons
-		} else if err := clock.Sleep(ctx, s.clk, s.opts.Interval); err != nil {
+		reasons, changed, err := s.wait(ctx)
+		if err != nil || ctx.Err() != nil {
 			return nil
+		}
+		if changed {
+			continue // SetInterval: wait the new interval from now
 		}
 		if _, err := s.tick(ctx, reasons); err != nil && ctx.Err() == nil {
 			s.log.Warn("heartbeat tick failed", "err", err)
@@ -150,6 +154,52 @@ func (s *Service) Run(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return nil
 		}
+	}
+}
+
+// wait waits one interval (or a wake); changed reports that SetInterval
+// cut it short.
+func (s *Service) wait(ctx context.Context) (reasons []string, changed bool, err error) {
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	cut := make(chan struct{})
+	go func() {
+		select {
+		case <-s.changed:
+			close(cut)
+			cancel()
+		case <-wctx.Done():
+		}
+	}()
+	iv := s.Interval()
+	if s.opts.Waiter != nil {
+		var w wake.Wake
+		w, err = s.opts.Waiter.Wait(wctx, iv)
+		reasons = w.Reasons
+	} else {
+		err = clock.Sleep(wctx, s.clk, iv)
+	}
+	select {
+	case <-cut:
+		return nil, ctx.Err() == nil, ctx.Err()
+	default:
+	}
+	return reasons, false, err
+}
+
+// Interval is the interval in effect.
+func (s *Service) Interval() time.Duration { return time.Duration(s.interval.Load()) }
+
+// SetInterval changes the interval of a running service (a live config
+// reload): the wait in progress ends and the next heartbeat is d from now.
+// A non-positive d is ignored.
+func (s *Service) SetInterval(d time.Duration) {
+	if d <= 0 || time.Duration(s.interval.Swap(int64(d))) == d {
+		return
+	}
+	select {
+	case s.changed <- struct{}{}:
+	default:
 	}
 }
 

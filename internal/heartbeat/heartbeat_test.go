@@ -378,3 +378,51 @@ func TestRunLoopWithoutWaiter(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// recordingWaiter reports each wait's length and ends it when told.
+type recordingWaiter struct {
+	waits   chan time.Duration
+	release chan struct{}
+}
+
+func (w *recordingWaiter) Wait(ctx context.Context, d time.Duration) (wake.Wake, error) {
+	w.waits <- d
+	select {
+	case <-w.release:
+		return wake.Wake{}, nil
+	case <-ctx.Done():
+		return wake.Wake{}, ctx.Err()
+	}
+}
+
+// SetInterval on a running loop ends the wait in progress and waits the
+// new interval from the change, without a tick in between.
+func TestSetIntervalRunning(t *testing.T) {
+	w := &recordingWaiter{waits: make(chan time.Duration, 4), release: make(chan struct{})}
+	prov := &fakeProvider{resp: decide(`{"action":"skip","reason":"r"}`), calls: make(chan llm.Request, 4)}
+	r := newRig(t, ptr(activeFile), prov, func(o *Options) { o.Waiter = w })
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.svc.Run(ctx) }()
+	if d := <-w.waits; d != DefaultInterval {
+		t.Fatalf("first wait %s, want %s", d, DefaultInterval)
+	}
+	r.svc.SetInterval(5 * time.Minute)
+	if d := <-w.waits; d != 5*time.Minute {
+		t.Fatalf("wait after SetInterval %s, want 5m", d)
+	}
+	select {
+	case <-prov.calls:
+		t.Fatal("SetInterval ran a heartbeat")
+	default:
+	}
+	if got := r.svc.Interval(); got != 5*time.Minute {
+		t.Fatalf("Interval = %s", got)
+	}
+	w.release <- struct{}{}
+	<-prov.calls // the heartbeat at the end of the new interval
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}

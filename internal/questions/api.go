@@ -4,24 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"time"
 
 	"github.com/raven-agent/raven/internal/auth"
-	"github.com/raven-agent/raven/internal/controlapi"
-)
-
-// Control-API methods of the conversation lifecycle, with their access
-// levels (see Methods).
-const (
-	MethodConversationsList    = "conversations.list"    // controlapi.Read
-	MethodConversationsShow    = "conversations.show"    // controlapi.Read
-	MethodConversationsOpen    = "conversations.open"    // controlapi.Operator
-	MethodConversationsNew     = "conversations.new"     // controlapi.Operator
-	MethodConversationsReset   = "conversations.reset"   // controlapi.Control
-	MethodConversationsTake    = "conversations.take"    // controlapi.Control
-	MethodConversationsRelease = "conversations.release" // controlapi.Control
-	MethodConversationsNative  = "conversations.native"  // controlapi.Operator
 )
 
 // ConversationParams names one conversation (show, reset, release).
@@ -126,8 +111,13 @@ func (s *Store) ConversationsTake(ctx context.Context, p auth.Principal, params 
 	if err := decodeStrict(params, &in); err != nil {
 		return nil, err
 	}
+	return s.TakeAs(ctx, p, in)
+}
+
+// TakeAs takes the Take Control lease of in.Conversation for p.
+func (s *Store) TakeAs(ctx context.Context, p auth.Principal, in TakeParams) (TakeResult, error) {
 	if in.TTLSeconds < 0 || in.TTLSeconds > int(auth.MaxLeaseTTL/time.Second) {
-		return nil, invalid("ttl_s must be 0..%d", int(auth.MaxLeaseTTL/time.Second))
+		return TakeResult{}, invalid("ttl_s must be 0..%d", int(auth.MaxLeaseTTL/time.Second))
 	}
 	return s.Take(ctx, p, in.Conversation, time.Duration(in.TTLSeconds)*time.Second)
 }
@@ -149,76 +139,18 @@ func (s *Store) ConversationsNative(ctx context.Context, p auth.Principal, param
 	if err := decodeStrict(params, &in); err != nil {
 		return nil, err
 	}
+	return s.Native(ctx, p, in)
+}
+
+// Native claims the native seat of in.Conversation for in.Seat, or with
+// in.Release gives it back. Operator only.
+func (s *Store) Native(ctx context.Context, p auth.Principal, in NativeParams) (NativeResult, error) {
 	if err := s.requireOperator(ctx, p); err != nil {
-		return nil, err
+		return NativeResult{}, err
 	}
 	if in.Release {
-		return s.ReleaseNative(ctx, in.Conversation, in.Seat)
+		v, err := s.ReleaseNative(ctx, in.Conversation, in.Seat)
+		return NativeResult{ConversationView: v}, err
 	}
 	return s.ClaimNative(ctx, in.Conversation, in.Seat)
-}
-
-// Method is one control-API method of this package: its name, the access
-// level to register it with, and its handler.
-type Method struct {
-	Name   string
-	Access controlapi.Access
-	Handle func(context.Context, auth.Principal, json.RawMessage) (any, error)
-}
-
-// Routes lists the conversation lifecycle methods for the runtime to
-// register on its control server, each wrapped with RPCResult:
-//
-//	for _, m := range store.Methods() {
-//		server.Handle(m.Name, m.Access, func(ctx context.Context, c *controlapi.Call) (any, error) {
-//			return questions.RPCResult(m.Handle(ctx, c.Principal, c.Params))
-//		})
-//	}
-func (s *Store) Methods() []Method {
-	return []Method{
-		{MethodConversationsList, controlapi.Read, s.ConversationsList},
-		{MethodConversationsShow, controlapi.Read, s.ConversationsShow},
-		{MethodConversationsOpen, controlapi.Operator, s.ConversationsOpen},
-		{MethodConversationsNew, controlapi.Operator, s.ConversationsNew},
-		{MethodConversationsReset, controlapi.Control, s.ConversationsReset},
-		{MethodConversationsTake, controlapi.Control, s.ConversationsTake},
-		{MethodConversationsRelease, controlapi.Control, s.ConversationsRelease},
-		{MethodConversationsNative, controlapi.Operator, s.ConversationsNative},
-	}
-}
-
-// ErrorData is the data of a JSON-RPC error from this package's methods:
-// the precise code and reason, which the JSON-RPC code is coarser than.
-// Same wire shape as the gateway's QuestionErrorData.
-type ErrorData struct {
-	Code   string `json:"questions_code"`
-	Reason string `json:"reason,omitempty"`
-}
-
-// RPCResult maps this package's typed errors onto control-API errors and
-// passes everything else through.
-func RPCResult(v any, err error) (any, error) {
-	if err == nil {
-		return v, nil
-	}
-	var qe *Error
-	if !errors.As(err, &qe) {
-		return nil, err
-	}
-	msg := err.Error()
-	var re *controlapi.RPCError
-	switch qe.Code() {
-	case CodeInvalidParams, CodeNotAnswer:
-		re = controlapi.InvalidParams("%s", msg)
-	case CodeForbidden:
-		re = controlapi.Forbidden("%s", msg)
-	case CodeNotFound:
-		re = controlapi.NotFound("%s", msg)
-	case CodeConflict, CodeExpired:
-		re = controlapi.Conflict("%s", msg)
-	default:
-		re = controlapi.Errorf(controlapi.CodeUnavailable, "%s", msg)
-	}
-	re.Data = ErrorData{Code: qe.Code(), Reason: qe.Reason}
-	return nil, re
 }

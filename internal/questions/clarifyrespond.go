@@ -38,29 +38,35 @@ func (h *ClarifyHandler) ClarifyRespond(ctx context.Context, p auth.Principal, p
 	if err := decodeStrict(params, &in); err != nil {
 		return nil, err
 	}
+	return h.Respond(ctx, p, in)
+}
+
+// Respond checks the decoded params and the caller's right to answer on
+// the conversation, and hands the answer to the broker.
+func (h *ClarifyHandler) Respond(ctx context.Context, p auth.Principal, in ClarifyRespondParams) (ClarifyRespondResult, error) {
 	if err := checkString("conversation", in.Conversation, MaxConversationLen, true); err != nil {
-		return nil, err
+		return ClarifyRespondResult{}, err
 	}
 	if in.Batch != "" {
 		if err := checkUUID("batch", in.Batch); err != nil {
-			return nil, err
+			return ClarifyRespondResult{}, err
 		}
 	}
 	if err := checkString("label", in.Label, MaxOptionLen, false); err != nil {
-		return nil, err
+		return ClarifyRespondResult{}, err
 	}
 	if err := checkString("text", in.Text, MaxAnswerTextLen, false); err != nil {
-		return nil, err
+		return ClarifyRespondResult{}, err
 	}
 	if in.Choice == nil && in.Label == "" && strings.TrimSpace(in.Text) == "" {
-		return nil, invalid("give choice, label or text")
+		return ClarifyRespondResult{}, invalid("give choice, label or text")
 	}
 	if err := h.Authority.CanAnswer(ctx, p, in.Conversation); err != nil {
-		return nil, err
+		return ClarifyRespondResult{}, err
 	}
 	err := h.Broker.Reply(in.Conversation, Response{Batch: in.Batch, Index: in.Index, Choice: in.Choice, Label: in.Label, Text: in.Text})
 	if err != nil {
-		return nil, err
+		return ClarifyRespondResult{}, err
 	}
 	return ClarifyRespondResult{Accepted: true}, nil
 }

@@ -96,7 +96,9 @@ func (r *Runtime) buildModels(_ context.Context, o Options) error {
 		// Nothing here calls it: a model this process could not use
 		// (no API key in its environment) is no reason to refuse.
 		r.log.Debug("configured model not built; this process runs none", "err", err)
-		configured, err = nil, nil
+		// A stand-in keeps the parts that only log about the planner from
+		// saying "no model configured" when one is; nothing here calls it.
+		configured, err = unbuiltModel{name: r.cfg.Model, err: err}, nil
 	}
 	if err != nil {
 		return err
@@ -118,4 +120,18 @@ func (r *Runtime) buildModels(_ context.Context, o Options) error {
 		r.planner = p
 	}
 	return nil
+}
+
+// unbuiltModel stands for a configured model a NoModel process could not
+// build (no API key in its environment): it names the model and refuses
+// every call with the build error.
+type unbuiltModel struct {
+	name string
+	err  error
+}
+
+func (m unbuiltModel) Name() string { return m.name }
+
+func (m unbuiltModel) Chat(context.Context, llm.Request) (*llm.Response, error) {
+	return nil, fmt.Errorf("model %s not available in this process: %w", m.name, m.err)
 }

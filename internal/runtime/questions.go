@@ -28,8 +28,23 @@ func (r *Runtime) buildQuestions(ctx context.Context, _ Options) error {
 	// A revoked or rotated owner credential cancels its pending questions
 	// at once, not at the next read.
 	r.auth.OnCredentialChange(r.questions.CredentialChanged)
+	// The tool offers itself only where a question can be held (the agent
+	// asks its OfferedIn per turn).
 	r.toolReg.Register(questions.NewQuestionTool(r.questions))
+	// Every turn of an owner conversation bound to a workspace carries the
+	// read-only project-membership fact; other conversations carry none.
+	r.agent.AddTurnContext(r.membershipLine)
 	return nil
+}
+
+// membershipLine is the owner-workspace turn's membership fact. It only
+// reads: it never enrols, writes into the directory or asks anything.
+func (r *Runtime) membershipLine(ctx context.Context, conv string) string {
+	f, ok := r.questions.TurnMembership(ctx, conv)
+	if !ok {
+		return ""
+	}
+	return f.PromptLine()
 }
 
 // Authority is who may answer owner questions and ask_user prompts: the

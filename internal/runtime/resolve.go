@@ -105,7 +105,7 @@ func (r *Runtime) realTarget(channel, chatID string) (Target, bool) {
 func (r *Runtime) forwardTargets() []Target {
 	var out []Target
 	seen := map[Target]bool{}
-	for _, f := range r.cfg.Channels.Forward {
+	for _, f := range r.Config().Channels.Forward {
 		ch, id, _ := strings.Cut(strings.TrimSpace(f), ":")
 		if ch == "" || spine.IsEphemeral(ch) {
 			continue

@@ -101,6 +101,9 @@ type Options struct {
 	// Outbox overrides the durable store of undelivered proactive messages
 	// (tests). Nil: the one in raven.db.
 	Outbox Outbox
+	// LogLevel, when set, is the level of Logger's handler: Reconfigure
+	// applies log.level through it. Nil: log.level needs a restart.
+	LogLevel *slog.LevelVar
 }
 
 // ErrMissingDependency is returned by Build when an input it cannot do
@@ -110,11 +113,16 @@ var ErrMissingDependency = errors.New("runtime: missing dependency")
 // Runtime is Raven assembled. Every part is built by Build and never
 // replaced; Close releases it.
 type Runtime struct {
-	paths    config.Paths
-	cfg      config.Config
-	log      *slog.Logger
-	clk      clock.Clock
-	services Services
+	paths config.Paths
+	// cfg is the config Build wired the runtime from; effective is cfg
+	// with the live keys of the last Reconfigure (what Config returns).
+	cfg       config.Config
+	effective atomic.Pointer[config.Config]
+	reconfMu  sync.Mutex
+	logLevel  *slog.LevelVar
+	log       *slog.Logger
+	clk       clock.Clock
+	services  Services
 	// shutdownReason is what Close tells a turn waiting on ask_user.
 	shutdownReason string
 
@@ -181,7 +189,9 @@ func Build(ctx context.Context, o Options) (*Runtime, error) {
 	if o.ShutdownReason == "" {
 		o.ShutdownReason = DefaultShutdownReason
 	}
-	r := &Runtime{paths: o.Paths, cfg: o.Config, log: o.Logger, clk: o.Clock, services: o.Services, shutdownReason: o.ShutdownReason}
+	r := &Runtime{paths: o.Paths, cfg: o.Config, log: o.Logger, clk: o.Clock, services: o.Services, shutdownReason: o.ShutdownReason,
+		logLevel: o.LogLevel}
+	r.effective.Store(&o.Config)
 	r.ctx, r.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	r.svc, r.stopSvc = context.WithCancel(r.ctx)
 	ok := false
@@ -334,7 +344,6 @@ func (r *Runtime) startServices(ctx context.Context) error {
 // Accessors. Each part exists from Build on; none is ever replaced.
 
 func (r *Runtime) Paths() config.Paths               { return r.paths }
-func (r *Runtime) Config() config.Config             { return r.cfg }
 func (r *Runtime) Logger() *slog.Logger              { return r.log }
 func (r *Runtime) Clock() clock.Clock                { return r.clk }
 func (r *Runtime) Services() Services                { return r.services }
@@ -357,6 +366,10 @@ func (r *Runtime) Wake() *wake.Scheduler             { return r.wake }
 func (r *Runtime) Heartbeat() *heartbeat.Service     { return r.heartbeat }
 func (r *Runtime) Inbound() *channels.Dispatcher     { return r.inbound }
 func (r *Runtime) Outbox() Outbox                    { return r.outbox }
+
+// Config is the config in effect: the one Build was given, with the live
+// keys of the last Reconfigure.
+func (r *Runtime) Config() config.Config { return *r.effective.Load() }
 
 // Provider is the runtime's model; nil when none is configured.
 func (r *Runtime) Provider() llm.Provider { return r.provider }

@@ -276,6 +276,27 @@ func (e *env) expect(ctx context.Context, what string, ok func(spine.Message) bo
 	}
 }
 
+// eventually retries check until it passes, for work the runtime finishes
+// just after the event the story waited on (a record written after its
+// delivery), bounded like every step.
+func (e *env) eventually(ctx context.Context, check func() error) error {
+	ctx, cancel := context.WithTimeout(ctx, e.step)
+	defer cancel()
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	for {
+		err := check()
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			return err
+		}
+	}
+}
+
 // wait waits for a ticket in bounded real time.
 func (e *env) wait(ctx context.Context, what string, t *spine.Ticket) (spine.Result, error) {
 	ctx, cancel := context.WithTimeout(ctx, e.step)
@@ -334,6 +355,10 @@ type narrated struct {
 	// full names tools whose results are shown whole: for ask_user the
 	// second line (what the owner chose, or that nobody answered) is the point.
 	full map[string]bool
+	// turns: the conversation keeps its history across turns, so a user
+	// message after the model's last reply starts a turn (or is an
+	// answer's continuation), not a mid-turn injection.
+	turns bool
 
 	mu sync.Mutex
 	n  int
@@ -383,6 +408,11 @@ func (p *narrated) narrateInput(req llm.Request) {
 			p.e.emit(Event{Kind: "tool.result", Label: "tool", Text: m.Name + " → " + text,
 				Data: map[string]any{"tool": m.Name, "result": m.Content}})
 		case llm.RoleUser:
+			if p.turns {
+				p.e.emit(Event{Kind: "model.input", Label: "agent", Text: "turn input: " + quote(m.Content),
+					Data: map[string]any{"content": m.Content}})
+				continue
+			}
 			p.e.emit(Event{Kind: "turn.inject_merged", Label: "agent", Text: "merged into the running turn: " + quote(m.Content),
 				Why:  "the turn drained its inject mailbox at the top of the next tool-loop iteration, so the model sees it before answering",
 				Data: map[string]any{"content": m.Content}})

@@ -187,7 +187,9 @@ func runSentinel(ctx context.Context, e *env) error {
 	if digest.Origin != spine.OriginSentinel || !digest.Proactive {
 		return fmt.Errorf("the digest bypassed the dispatcher (origin %s)", digest.Origin)
 	}
-	if err := s.digestRecorded(ctx, out.NudgeID); err != nil {
+	// The dispatcher records the delivery after the post returned: wait for
+	// that record, bounded like every other step.
+	if err := s.e.eventually(ctx, func() error { return s.digestRecorded(ctx, out.NudgeID) }); err != nil {
 		return err
 	}
 

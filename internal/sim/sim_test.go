@@ -95,6 +95,18 @@ func TestDemoShowsEveryPath(t *testing.T) {
 		{"ask_user", "The owner did not answer within 10 min. No option was chosen; do not assume the recommended one."},
 		{"ask_user", "→ tui:laptop “You didn't answer"},
 		{"ask_user", "refused: questions: expired: the question on tui:laptop is no longer waiting for an answer"},
+		{"owner_question", "conversations.open tui:laptop → owner, incarnation"},
+		{"owner_question", "calls conversation_question"},
+		{"owner_question", "prompt carries: Project membership of"},
+		{"owner_question", "/question → “How should I review your changes in this project?” 1. Line by line 2. Summary first"},
+		{"owner_question", "input_answer refused: questions: forbidden (not_controller)"},
+		{"owner_question", "Take Control of tui:laptop: lease until"},
+		{"owner_question", "input_answer \"Summary first\" → accepted, receipt"},
+		{"owner_question", "→ tui:laptop “Summary first, then."},
+		{"owner_question", "the same answer again → the same receipt"},
+		{"owner_question", "a different answer → refused: questions: conflict (already_answered)"},
+		{"owner_question", "conversations.reset → incarnation"},
+		{"owner_question", "cancelled (reason restart); nothing re-executed"},
 		{"webhook", "phone POST http://127.0.0.1:"},
 		{"webhook", "202 Accepted"},
 		{"webhook", "appended: no turn running on webhook:shortcut"},
@@ -228,6 +240,25 @@ func TestDemoJSONShowsEveryProactivePath(t *testing.T) {
 		{"outbox shown on attach", "outbox", "outbox.delivered", func(d map[string]any) bool { return d["count"] == 2.0 && d["left"] == 0.0 }},
 		{"ask_user on a TUI", "ask_user", "clarify.request", nil},
 		{"ask_user expired", "ask_user", "clarify.expired", nil},
+		{"owner conversation opened", "owner_question", "conversation.open", func(d map[string]any) bool {
+			return d["created"] == true && d["can_hold_question"] == true
+		}},
+		{"the model leaves a durable question", "owner_question", "model.tool_call", eq("tool", "conversation_question")},
+		{"membership fact in the owner turn", "owner_question", "turn.fact", eq("status", "not_member")},
+		{"question shown in the TUI", "owner_question", "tui.question", eq("options", 2.0)},
+		{"second device refused before Take Control", "owner_question", "question.refused", eq("code", "forbidden")},
+		{"second device takes control", "owner_question", "control.take", eq("holder", "tablet")},
+		{"answer accepted from the tablet", "owner_question", "question.answered", func(d map[string]any) bool {
+			return d["status"] == "answered" && d["by"] == "tablet" && d["run_id"] != ""
+		}},
+		{"duplicate answer, same receipt", "owner_question", "question.duplicate", eq("same", true)},
+		{"different answer refused", "owner_question", "question.conflict", eq("code", "conflict")},
+		{"reset rotates the incarnation", "owner_question", "conversation.reset", func(d map[string]any) bool {
+			return d["old"] != d["new"] && d["new"] != ""
+		}},
+		{"restart cancels the pending question", "owner_question", "question.recovered", func(d map[string]any) bool {
+			return d["status"] == "cancelled" && d["reason"] == "restart" && d["model_calls"] == 5.0
+		}},
 	} {
 		if !has(c.section, c.kind, c.ok) {
 			t.Errorf("%s: no %s/%s event with the expected data", c.path, c.section, c.kind)

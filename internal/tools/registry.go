@@ -32,6 +32,14 @@ func (r *Registry) Register(t Tool) {
 	r.tools[t.Name()] = t
 }
 
+// Unregister removes the tool called name, if any: a live config reload
+// that turns a tool off.
+func (r *Registry) Unregister(name string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.tools, name)
+}
+
 // Get returns the tool called name.
 func (r *Registry) Get(name string) (Tool, bool) {
 	r.mu.RLock()

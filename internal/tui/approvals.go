@@ -4,51 +4,29 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-	"time"
 
 	tea "charm.land/bubbletea/v2"
+
+	"github.com/raven-agent/raven/internal/approvals"
+	"github.com/raven-agent/raven/internal/controlapi/api"
 )
 
 // Exec approval methods and events (internal/gateway serves them). An
 // approval is its own contract, never an owner-question answer.
 const (
-	MethodApprovalsList   = "approvals.list"
-	MethodApprovalsDecide = "approvals.decide"
+	MethodApprovalsList   = string(api.ApprovalsList)
+	MethodApprovalsDecide = string(api.ApprovalsDecide)
 
 	EventApprovalRequested = "approval.requested"
 	EventApprovalResolved  = "approval.resolved"
 )
 
-// Decisions approvals.decide takes.
-const (
-	DecisionAllowOnce   = "allow-once"
-	DecisionAllowAlways = "allow-always"
-	DecisionDeny        = "deny"
-)
-
-// Approval DTOs, mirroring internal/approvals and internal/gateway.
+// Approval DTOs are the contract's.
 type (
-	Approval struct {
-		ID           string    `json:"id"`
-		Command      string    `json:"command"`
-		Dir          string    `json:"dir"`
-		Grants       []string  `json:"grants"`
-		Conversation string    `json:"conversation,omitempty"`
-		Status       string    `json:"status"`
-		Decision     string    `json:"decision,omitempty"`
-		DecidedBy    string    `json:"decided_by,omitempty"`
-		ExpiresAt    time.Time `json:"expires_at"`
-	}
-	ApprovalsListParams struct {
-		All bool `json:"all,omitempty"`
-	}
-	ApprovalsListResult struct {
-		Approvals []Approval `json:"approvals"`
-	}
-	ApprovalDecideParams struct {
-		ID       string `json:"id"`
-		Decision string `json:"decision"`
-	}
+	Approval             = approvals.Request
+	ApprovalsListParams  = api.ApprovalsListParams
+	ApprovalsListResult  = api.ApprovalsListResult
+	ApprovalDecideParams = api.ApprovalsDecideParams
 )
 
 const approvalsUsage = "usage: /approvals · /approve ID [always] · /deny ID"
@@ -60,13 +38,13 @@ func (m *Model) approvalCommand(text string) tea.Cmd {
 	case f[0] == "/approvals" && len(f) == 1:
 		return m.call("approvals", MethodApprovalsList, ApprovalsListParams{})
 	case f[0] == "/approve" && (len(f) == 2 || len(f) == 3 && f[2] == "always"):
-		d := DecisionAllowOnce
+		d := approvals.AllowOnce
 		if len(f) == 3 {
-			d = DecisionAllowAlways
+			d = approvals.AllowAlways
 		}
 		return m.call("approval-decide", MethodApprovalsDecide, ApprovalDecideParams{ID: f[1], Decision: d})
 	case f[0] == "/deny" && len(f) == 2:
-		return m.call("approval-decide", MethodApprovalsDecide, ApprovalDecideParams{ID: f[1], Decision: DecisionDeny})
+		return m.call("approval-decide", MethodApprovalsDecide, ApprovalDecideParams{ID: f[1], Decision: approvals.Deny})
 	}
 	m.notice = approvalsUsage
 	return nil

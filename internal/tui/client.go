@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/raven-agent/raven/internal/controlapi"
+	"github.com/raven-agent/raven/internal/controlapi/api"
 )
 
 // Client is the part of the control-API client the TUI uses; the
@@ -25,17 +26,18 @@ type Notification = controlapi.Notification
 type Dialer func(ctx context.Context) (Client, error)
 
 // Control-API methods and notifications the TUI speaks.
+// Their names are the contract's (package api), never spelled here.
 const (
-	MethodChatSend        = "chat.send"
-	MethodChatAttach      = "chat.attach"
-	MethodEventsSubscribe = "events.subscribe"
-	MethodClarifyRespond  = "clarify.respond"
-	MethodInputGet        = "input_get"
-	MethodInputAnswer     = "input_answer"
-	MethodInputCancel     = "input_cancel"
+	MethodChatSend        = string(api.ChatSend)
+	MethodChatAttach      = string(api.ChatAttach)
+	MethodEventsSubscribe = string(api.EventsSubscribe)
+	MethodClarifyRespond  = string(api.ClarifyRespond)
+	MethodInputGet        = string(api.InputGet)
+	MethodInputAnswer     = string(api.InputAnswer)
+	MethodInputCancel     = string(api.InputCancel)
 
-	NotifyChatMessage    = "chat.message"
-	NotifyClarifyRequest = "clarify.request"
+	NotifyChatMessage    = string(api.NotifyChatMessage)
+	NotifyClarifyRequest = string(api.NotifyClarifyRequest)
 )
 
 // ChatSendParams is the chat.send request.

@@ -10,15 +10,16 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/raven-agent/raven/internal/controlapi"
+	"github.com/raven-agent/raven/internal/controlapi/api"
 )
 
 // Conversation lifecycle methods the TUI calls (internal/questions serves
 // them).
 const (
-	MethodConversationsList    = "conversations.list"
-	MethodConversationsTake    = "conversations.take"
-	MethodConversationsRelease = "conversations.release"
-	MethodConversationsOpen    = "conversations.open"
+	MethodConversationsList    = string(api.ConversationsList)
+	MethodConversationsTake    = string(api.ConversationsTake)
+	MethodConversationsRelease = string(api.ConversationsRelease)
+	MethodConversationsOpen    = string(api.ConversationsOpen)
 )
 
 // Conversation-lifecycle DTOs, mirroring internal/questions.

@@ -2,7 +2,6 @@ package tui
 
 import (
 	"context"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,6 +16,7 @@ import (
 	"github.com/raven-agent/raven/internal/clock"
 	"github.com/raven-agent/raven/internal/controlapi"
 	"github.com/raven-agent/raven/internal/eventlog"
+	"github.com/raven-agent/raven/internal/gateway"
 	"github.com/raven-agent/raven/internal/questions"
 	"github.com/raven-agent/raven/internal/sqlitedb"
 )
@@ -58,16 +58,7 @@ func TestWireTakeControl(t *testing.T) {
 	srv := controlapi.NewServer(controlapi.Options{Auth: as, Clock: clk})
 	srv.RegisterBuiltins(controlapi.Builtins{Leases: as, Events: events, Version: "test"})
 	srv.Handle(MethodChatAttach, controlapi.Read, func(context.Context, *controlapi.Call) (any, error) { return map[string]any{}, nil })
-	reg := func(name string, access controlapi.Access, h func(context.Context, auth.Principal, json.RawMessage) (any, error)) {
-		srv.Handle(name, access, func(ctx context.Context, c *controlapi.Call) (any, error) {
-			return questions.RPCResult(h(ctx, c.Principal, c.Params))
-		})
-	}
-	reg(MethodInputGet, controlapi.Read, store.InputGet)
-	reg(MethodInputAnswer, controlapi.Control, store.InputAnswer)
-	for _, m := range store.Methods() {
-		reg(m.Name, m.Access, m.Handle)
-	}
+	gateway.RegisterQuestions(srv, store)
 	sock := filepath.Join(dir, "raven.sock")
 	ln, err := controlapi.ListenUnix(sock)
 	if err != nil {
