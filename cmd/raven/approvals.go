@@ -262,5 +262,15 @@ func approvalsFromRPC(err error) error {
 	if !ok {
 		return fmt.Errorf("approvals: gateway: %w", err)
 	}
-	return fmt.Errorf("%w (%s)", sentinel, re.Message)
+	return gatewayRefusal{msg: re.Message, is: sentinel}
 }
+
+// gatewayRefusal is the gateway's message (it already names the approvals
+// error) that still matches the sentinel with errors.Is.
+type gatewayRefusal struct {
+	msg string
+	is  error
+}
+
+func (e gatewayRefusal) Error() string { return e.msg }
+func (e gatewayRefusal) Unwrap() error { return e.is }
