@@ -17,8 +17,8 @@ import (
 	"github.com/raven-agent/raven/internal/auth"
 	"github.com/raven-agent/raven/internal/clock"
 	"github.com/raven-agent/raven/internal/controlapi"
-	"github.com/raven-agent/raven/internal/eventlog"
 	"github.com/raven-agent/raven/internal/controlapi/api"
+	"github.com/raven-agent/raven/internal/eventlog"
 	"github.com/raven-agent/raven/internal/sqlitedb"
 )
 
