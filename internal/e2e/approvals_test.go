@@ -1,11 +1,14 @@
 package e2e
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/raven-agent/raven/internal/approvals"
+	"github.com/raven-agent/raven/internal/controlapi"
+	"github.com/raven-agent/raven/internal/controlapi/api"
 	"github.com/raven-agent/raven/internal/llm/fakeopenai"
 	"github.com/raven-agent/raven/internal/sandbox"
 )
@@ -113,5 +116,61 @@ func TestExecCannotReadOperatorToken(t *testing.T) {
 	}
 	if !strings.Contains(toolRes.Content, "ermission denied") && !strings.Contains(toolRes.Content, "No such file") {
 		t.Fatalf("want the read refused, got:\n%s", toolRes.Content)
+	}
+}
+
+// The exec waits inside the gateway (a turn sent with chat.send): the
+// owner's CLI answer goes through the gateway's approvals.decide, wakes the
+// waiting command in that process, and the reply reaches the attached
+// surface.
+func TestExecApprovalInsideGateway(t *testing.T) {
+	if !sandbox.Detect().Available() {
+		t.Skip("no OS sandbox on this machine")
+	}
+	t.Parallel()
+	e := newEnv(t, Options{})
+	g := e.StartGateway()
+	defer g.Stop()
+	const conv, cmd = "tui:main", "echo in-gateway-approved"
+	e.Model.Enqueue(
+		fakeopenai.Call("exec", map[string]any{"command": cmd, "network": true}),
+		fakeopenai.Text("it printed in-gateway-approved"),
+	)
+	c := e.Dial()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := controlapi.Invoke(ctx, c, api.ChatAttach, api.ChatAttachParams{Conversation: conv}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := controlapi.Invoke(ctx, c, api.ChatSend, api.ChatSendParams{Conversation: conv, Text: "run it"}); err != nil {
+		t.Fatal(err)
+	}
+	var pending []approvals.Request
+	e.Eventually(20*time.Second, "the approval request", func() bool {
+		e.MustRun("approvals", "list", "--json").JSON(t, &pending)
+		return len(pending) == 1
+	})
+	if pending[0].Command != cmd || pending[0].Conversation != conv {
+		t.Fatalf("request = %+v", pending[0])
+	}
+	e.MustRun("approvals", "approve", pending[0].ID)
+	for {
+		select {
+		case n, ok := <-c.Notifications():
+			if !ok {
+				t.Fatalf("connection closed\n%s", g.Log())
+			}
+			if n.Method != api.NotifyChatMessage.Name() || !strings.Contains(string(n.Params), "it printed in-gateway-approved") {
+				continue
+			}
+			reqs := e.Model.Requests()
+			last := reqs[1].Messages[len(reqs[1].Messages)-2]
+			if res, ok := reqs[1].ToolResult(last.ToolCalls[0].ID); !ok || !strings.Contains(res.Content, "in-gateway-approved") {
+				t.Fatalf("exec result = %+v", res)
+			}
+			return
+		case <-ctx.Done():
+			t.Fatalf("no reply reached the attached surface\n%s", g.Log())
+		}
 	}
 }
