@@ -49,6 +49,8 @@ func TestExecApprovalFromCLI(t *testing.T) {
 				return len(pending) == 1
 			})
 			r := pending[0]
+			// The terminal the chat runs in says how to answer.
+			chat.WaitStderr(10*time.Second, "raven approvals approve "+r.ID)
 			if r.Command != cmd || strings.Join(r.Grants, ",") != approvals.GrantNetwork || r.Status != approvals.StatusPending {
 				t.Fatalf("request = %+v", r)
 			}
@@ -172,5 +174,26 @@ func TestExecApprovalInsideGateway(t *testing.T) {
 		case <-ctx.Done():
 			t.Fatalf("no reply reached the attached surface\n%s", g.Log())
 		}
+	}
+}
+
+// doctor names the sandbox mode exec runs under, as Detect finds it.
+func TestDoctorShowsSandboxMode(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, Options{})
+	r := e.MustRun("doctor")
+	mode := sandbox.Detect()
+	var line string
+	for _, l := range strings.Split(r.Stdout, "\n") {
+		if strings.Contains(l, "sandbox") {
+			line = l
+		}
+	}
+	want := "ok"
+	if !mode.Available() {
+		want = "warn"
+	}
+	if !strings.HasPrefix(line, want) || !strings.Contains(line, mode.String()) {
+		t.Fatalf("doctor sandbox line = %q, want %s with %q\n%s", line, want, mode, r)
 	}
 }

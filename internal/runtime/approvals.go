@@ -23,6 +23,12 @@ func (r *Runtime) buildApprovals(ctx context.Context, _ Options) error {
 		// Written at once rather than queued: the request event is how
 		// an attached surface learns that a command waits for the owner.
 		Emit: func(ctx context.Context, kind, conversation string, payload any) error {
+			if req, ok := payload.(approvals.Request); ok && kind == approvals.KindRequested {
+				// Said where the owner of a terminal chat looks too:
+				// its stderr shows warnings.
+				r.log.Warn("exec command waits for the owner's approval", "id", req.ID, "command", req.Command,
+					"grants", req.Grants, "answer", "raven approvals approve "+req.ID+" (or deny)")
+			}
 			_, err := r.events.Append(context.WithoutCancel(ctx), kind, conversation, payload)
 			return err
 		},
