@@ -14,7 +14,7 @@ import (
 // tool confined by the OS sandbox, with the store as its approver. It runs
 // after auth and the event log: deciding needs the one, and every request
 // and resolution is recorded in the other.
-func (r *Runtime) buildApprovals(ctx context.Context, _ Options) error {
+func (r *Runtime) buildApprovals(ctx context.Context, o Options) error {
 	ec := r.cfg.Tools.Exec
 	var err error
 	r.approvals, err = approvals.Open(ctx, r.db, approvals.Options{
@@ -37,7 +37,7 @@ func (r *Runtime) buildApprovals(ctx context.Context, _ Options) error {
 		return err
 	}
 	r.sandbox, err = sandbox.New(sandbox.Options{Workspace: r.paths.Workspace(), DataDir: r.paths.Root,
-		EnvAllow: ec.EnvAllow, Logger: r.log.With("component", "sandbox")})
+		EnvAllow: ec.EnvAllow, Mode: o.SandboxMode, Logger: r.log.With("component", "sandbox")})
 	switch {
 	case errors.Is(err, sandbox.ErrUnavailable):
 		r.log.Warn("no OS sandbox for exec", "mode", r.sandbox.Mode().String(), "unsandboxed", ec.Unsandboxed)

@@ -133,3 +133,63 @@ func TestExecNeedsApprovalThroughRuntime(t *testing.T) {
 }
 
 func sandboxAvailable() bool { return sandbox.Detect().Available() }
+
+// Without an OS sandbox exec never runs silently unconfined: by default it
+// refuses, and with tools.exec.unsandboxed=approve every command, even one
+// asking nothing, waits for the owner with the "unsandboxed" grant.
+func TestExecWithoutSandbox(t *testing.T) {
+	none := sandbox.Mode{Kind: sandbox.KindNone, Reason: "test: no landlock"}
+	t.Run("default is off", func(t *testing.T) {
+		prov := llm.NewScripted([]llm.Turn{
+			{ToolCalls: []llm.ToolCall{{ID: "e1", Name: "exec", Arguments: `{"command":"echo should-not-run"}`}}},
+			{Content: "done"},
+		})
+		a, _ := newApp(t, false, prov, func(o *Options) { o.SandboxMode = &none })
+		if a.SandboxMode().Available() {
+			t.Fatal("override ignored")
+		}
+		turn(t, a, "go")
+		if got := lastToolResult(t, prov); !strings.Contains(got, "exec is off") || strings.Contains(got, "should-not-run\n") {
+			t.Fatalf("exec result %q, want refused as off", got)
+		}
+		if rs, _ := a.Approvals().List(context.Background(), approvals.ListOptions{All: true}); len(rs) != 0 {
+			t.Fatalf("approval requested while exec is off: %+v", rs)
+		}
+	})
+	t.Run("approve asks for every command", func(t *testing.T) {
+		prov := llm.NewScripted([]llm.Turn{
+			{ToolCalls: []llm.ToolCall{{ID: "e1", Name: "exec", Arguments: `{"command":"echo unconfined-ran"}`}}},
+			{Content: "done"},
+		})
+		a, _ := newApp(t, false, prov, func(o *Options) {
+			o.SandboxMode = &none
+			o.Config.Tools.Exec.Unsandboxed = "approve"
+		})
+		t.Cleanup(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			a.Close(ctx)
+		})
+		tk, err := a.Scheduler().Submit(spine.TurnRequest{Origin: spine.OriginUser, Channel: "cli", ChatID: "local", Content: "go"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var pending []approvals.Request
+		eventually(t, "an approval request", func() bool {
+			pending, err = a.Approvals().List(context.Background(), approvals.ListOptions{})
+			return err == nil && len(pending) == 1
+		})
+		if g := strings.Join(pending[0].Grants, ","); g != approvals.GrantUnsandboxed {
+			t.Fatalf("grants %q, want unsandboxed", g)
+		}
+		if _, err := a.Approvals().Decide(context.Background(), operatorOf(t, a), pending[0].ID, approvals.AllowOnce); err != nil {
+			t.Fatal(err)
+		}
+		if res, err := tk.Wait(context.Background()); err != nil || res.Err != nil {
+			t.Fatal(err, res.Err)
+		}
+		if got := lastToolResult(t, prov); !strings.Contains(got, "unconfined-ran") {
+			t.Fatalf("exec result %q", got)
+		}
+	})
+}

@@ -101,6 +101,9 @@ type Options struct {
 	// Outbox overrides the durable store of undelivered proactive messages
 	// (tests). Nil: the one in raven.db.
 	Outbox Outbox
+	// SandboxMode overrides the detected exec sandbox (tests simulating a
+	// kernel without Landlock). Nil: sandbox.Detect.
+	SandboxMode *sandbox.Mode
 	// LogLevel, when set, is the level of Logger's handler: Reconfigure
 	// applies log.level through it. Nil: log.level needs a restart.
 	LogLevel *slog.LevelVar
