@@ -3,17 +3,21 @@ package main
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/raven-agent/raven/internal/approvals"
 	"github.com/raven-agent/raven/internal/auth"
 	"github.com/raven-agent/raven/internal/clock"
+	"github.com/raven-agent/raven/internal/controlapi"
+	"github.com/raven-agent/raven/internal/controlapi/api"
 	"github.com/raven-agent/raven/internal/eventlog"
 	"github.com/raven-agent/raven/internal/sqlitedb"
 )
@@ -32,7 +36,8 @@ Each request is bound to the exact command, working directory and grants.
   raven approvals approve ID --always   allow this exact command, directory and grants from now on
   raven approvals deny ID         refuse; the command does not run
 
-These work on raven.db directly, beside a running gateway, as the operator.`,
+With a gateway running they go through its control API (the waiting command
+wakes at once); without one they work on raven.db directly, as the operator.`,
 	}
 	cmd.AddCommand(newApprovalsListCmd(g), newApprovalsApproveCmd(g), newApprovalsDenyCmd(g))
 	return cmd
@@ -94,12 +99,7 @@ func newApprovalsListCmd(g *globals) *cobra.Command {
 		Short: "List pending approval requests, newest first",
 		Args:  exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			st, done, err := openApprovals(cmd.Context(), g)
-			if err != nil {
-				return err
-			}
-			defer done()
-			rs, err := st.List(cmd.Context(), approvals.ListOptions{All: all})
+			rs, err := listApprovals(cmd.Context(), g, all)
 			if err != nil {
 				return err
 			}
@@ -176,12 +176,7 @@ func newApprovalsDenyCmd(g *globals) *cobra.Command {
 }
 
 func decideCLI(cmd *cobra.Command, g *globals, id string, d approvals.Decision) error {
-	st, done, err := openApprovals(cmd.Context(), g)
-	if err != nil {
-		return err
-	}
-	defer done()
-	r, err := st.Decide(cmd.Context(), cliOperator, id, d)
+	r, err := decideApproval(cmd.Context(), g, id, d)
 	if err != nil {
 		return approvalsErr(err)
 	}
@@ -191,3 +186,91 @@ func decideCLI(cmd *cobra.Command, g *globals, id string, d approvals.Decision) 
 	fmt.Fprintf(cmd.OutOrStdout(), "%s: %s\n  command: %s\n", r.ID, d, r.Command)
 	return nil
 }
+
+// approvalsGateway dials the gateway running on the data dir, or returns
+// nil when none answers. Deciding through it wakes the waiting command at
+// once; db-direct is still correct beside a gateway (its waiter re-reads
+// the request every approvals.DefaultPoll), only slower to notice.
+func approvalsGateway(ctx context.Context, g *globals) *controlapi.Client {
+	p, err := g.paths()
+	if err != nil {
+		return nil
+	}
+	tok, err := auth.ReadTokenFile(p.OperatorToken())
+	if err != nil {
+		return nil
+	}
+	dctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	c, err := controlapi.Dial(dctx, p.Socket(), tok)
+	if err != nil {
+		return nil
+	}
+	return c
+}
+
+func listApprovals(ctx context.Context, g *globals, all bool) ([]approvals.Request, error) {
+	if c := approvalsGateway(ctx, g); c != nil {
+		defer c.Close()
+		res, err := controlapi.Invoke(ctx, c, api.ApprovalsList, api.ApprovalsListParams{All: all})
+		if err != nil {
+			return nil, approvalsFromRPC(err)
+		}
+		return res.Approvals, nil
+	}
+	st, done, err := openApprovals(ctx, g)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	return st.List(ctx, approvals.ListOptions{All: all})
+}
+
+func decideApproval(ctx context.Context, g *globals, id string, d approvals.Decision) (approvals.Request, error) {
+	if c := approvalsGateway(ctx, g); c != nil {
+		defer c.Close()
+		r, err := controlapi.Invoke(ctx, c, api.ApprovalsDecide, api.ApprovalsDecideParams{ID: id, Decision: d})
+		if err != nil {
+			return r, approvalsFromRPC(err)
+		}
+		return r, nil
+	}
+	st, done, err := openApprovals(ctx, g)
+	if err != nil {
+		return approvals.Request{}, err
+	}
+	defer done()
+	return st.Decide(ctx, cliOperator, id, d)
+}
+
+// approvalsFromRPC turns the gateway's refusal back into the approvals
+// sentinel the direct mode returns, so both modes exit alike.
+func approvalsFromRPC(err error) error {
+	var re *controlapi.RPCError
+	if !errors.As(err, &re) {
+		return fmt.Errorf("approvals: gateway: %w", err)
+	}
+	var data api.ApprovalErrorData
+	if re.Data != nil {
+		b, _ := json.Marshal(re.Data)
+		_ = json.Unmarshal(b, &data)
+	}
+	sentinel, ok := map[string]error{
+		"invalid": approvals.ErrInvalid, "not_found": approvals.ErrNotFound, "forbidden": approvals.ErrForbidden,
+		"expired": approvals.ErrExpired, "resolved": approvals.ErrResolved,
+	}[data.Code]
+	if !ok {
+		return fmt.Errorf("approvals: gateway: %w", err)
+	}
+	return gatewayRefusal{msg: re.Message, is: sentinel}
+}
+
+// gatewayRefusal is the gateway's message (it already names the approvals
+// error) that still matches the sentinel with errors.Is.
+type gatewayRefusal struct {
+	msg string
+	is  error
+}
+
+func (e gatewayRefusal) Error() string { return e.msg }
+func (e gatewayRefusal) Unwrap() error { return e.is }

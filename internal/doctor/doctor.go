@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/raven-agent/raven/internal/config"
+	"github.com/raven-agent/raven/internal/sandbox"
 	"github.com/raven-agent/raven/internal/sqlitedb"
 	"github.com/raven-agent/raven/internal/statefile"
 )
@@ -44,6 +45,8 @@ type Options struct {
 	HTTP *http.Client
 	// ModelEndpoint returns the URL to probe for the configured model ("" to skip).
 	ModelEndpoint func(cfg config.Config) (url string, header http.Header)
+	// Sandbox probes the exec sandbox (default sandbox.Detect).
+	Sandbox func() sandbox.Mode
 }
 
 // Run performs every check.
@@ -57,6 +60,7 @@ func Run(ctx context.Context, o Options) []Check {
 	out = append(out, corrupt(o.Paths))
 	out = append(out, socketPath(o.Paths))
 	out = append(out, operatorToken(o.Paths))
+	out = append(out, sandboxMode(o))
 	return out
 }
 

@@ -209,6 +209,7 @@ func (g *Gateway) wire(ctx context.Context, o DaemonOptions) error {
 	RegisterQuestions(g.control, rt.Questions())
 	controlapi.Handle(g.control, api.ChatSend, controlapi.Control, g.chatSend)
 	controlapi.Handle(g.control, api.ChatAttach, controlapi.Read, g.chatAttach)
+	g.registerApprovals()
 	return nil
 }
 

@@ -18,6 +18,8 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/raven-agent/raven/internal/sandbox"
+
 	"github.com/raven-agent/raven/internal/auth"
 	"github.com/raven-agent/raven/internal/controlapi"
 	"github.com/raven-agent/raven/internal/controlapi/api"
@@ -27,6 +29,10 @@ import (
 var binDir string
 
 func TestMain(m *testing.M) {
+	// The exec tool re-executes this binary as its sandbox supervisor.
+	if len(os.Args) > 1 && os.Args[1] == sandbox.SupervisorCommand {
+		os.Exit(sandbox.Supervise())
+	}
 	dir, err := os.MkdirTemp("", "raven-gateway-test-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -3,11 +3,14 @@ package runtime
 import (
 	"bytes"
 	"context"
+	"os"
 	"sync"
 	"testing"
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/raven-agent/raven/internal/sandbox"
 
 	"github.com/raven-agent/raven/internal/clock"
 	"github.com/raven-agent/raven/internal/config"
@@ -16,7 +19,13 @@ import (
 	"github.com/raven-agent/raven/internal/spine"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	// The exec tool re-executes this binary as its sandbox supervisor.
+	if len(os.Args) > 1 && os.Args[1] == sandbox.SupervisorCommand {
+		os.Exit(sandbox.Supervise())
+	}
+	goleak.VerifyTestMain(m)
+}
 
 // newApp builds the runtime on a fresh data dir with the default config
 // (sentinel.enabled as given; its loop runs when enabled), a fake clock and

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/raven-agent/raven/internal/agent"
+	"github.com/raven-agent/raven/internal/approvals"
 	"github.com/raven-agent/raven/internal/auth"
 	"github.com/raven-agent/raven/internal/channels"
 	"github.com/raven-agent/raven/internal/clock"
@@ -22,6 +23,7 @@ import (
 	"github.com/raven-agent/raven/internal/heartbeat"
 	"github.com/raven-agent/raven/internal/llm"
 	"github.com/raven-agent/raven/internal/questions"
+	"github.com/raven-agent/raven/internal/sandbox"
 	"github.com/raven-agent/raven/internal/sentinel"
 	"github.com/raven-agent/raven/internal/session"
 	"github.com/raven-agent/raven/internal/spine"
@@ -99,6 +101,9 @@ type Options struct {
 	// Outbox overrides the durable store of undelivered proactive messages
 	// (tests). Nil: the one in raven.db.
 	Outbox Outbox
+	// SandboxMode overrides the detected exec sandbox (tests simulating a
+	// kernel without Landlock). Nil: sandbox.Detect.
+	SandboxMode *sandbox.Mode
 	// LogLevel, when set, is the level of Logger's handler: Reconfigure
 	// applies log.level through it. Nil: log.level needs a restart.
 	LogLevel *slog.LevelVar
@@ -136,6 +141,8 @@ type Runtime struct {
 	subagents *agent.SubagentManager
 	broker    *questions.Broker
 	auth      *auth.Store
+	approvals *approvals.Store
+	sandbox   *sandbox.Runner
 	events    *eventlog.Log
 	writer    *eventWriter
 	questions *questions.Store
@@ -167,7 +174,8 @@ type Runtime struct {
 }
 
 // Build wires every part of Raven in one fixed order — database, sessions,
-// models, hub, tools, agent, spine, subagents, event log, auth, ask_user,
+// models, hub, tools, agent, spine, subagents, event log, auth, exec and its
+// approvals, ask_user,
 // owner questions, outbox, Sentinel, wake and heartbeat, cron, triggers,
 // inbound dispatch — and starts the loops o.Services name. A part that
 // cannot be built fails Build; nothing is skipped at run time.
@@ -207,6 +215,7 @@ func Build(ctx context.Context, o Options) (*Runtime, error) {
 		{"agent", r.buildAgent},
 		{"event log", r.buildEvents},
 		{"auth", r.buildAuth},
+		{"approvals", r.buildApprovals},
 		{"ask_user", r.buildAskUser},
 		{"owner questions", r.buildQuestions},
 		{"outbox", r.buildOutbox},
@@ -292,20 +301,14 @@ func (r *Runtime) buildAgent(_ context.Context, o Options) error {
 	return RegisterBuiltinTools(r.toolReg, r.workspace, r.cfg, r.hub, r.subagents)
 }
 
-// RegisterBuiltinTools registers the tools every agent has: files, exec
-// (when tools.exec.enabled), message and spawn.
-func RegisterBuiltinTools(reg *tools.Registry, ws *tools.Workspace, cfg config.Config, hub *spine.Hub, subs *agent.SubagentManager) error {
+// RegisterBuiltinTools registers the tools every agent has: files,
+// message and spawn. Exec (when tools.exec.enabled) needs the approvals
+// contract, so buildApprovals registers it once auth exists.
+func RegisterBuiltinTools(reg *tools.Registry, ws *tools.Workspace, _ config.Config, hub *spine.Hub, subs *agent.SubagentManager) error {
 	reg.Register(tools.ReadFile{WS: ws})
 	reg.Register(tools.WriteFile{WS: ws})
 	reg.Register(tools.EditFile{WS: ws})
 	reg.Register(tools.ListDir{WS: ws})
-	if ec := cfg.Tools.Exec; ec.Enabled {
-		ex, err := tools.NewExec(ws, ec.Timeout.D(), ec.MaxOutput, ec.Deny)
-		if err != nil {
-			return err
-		}
-		reg.Register(ex)
-	}
 	reg.Register(tools.Message{Post: hub.Post})
 	reg.Register(tools.Spawn{Spawn: subs.Spawn})
 	return nil

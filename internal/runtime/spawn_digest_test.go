@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	goruntime "runtime"
 	"strings"
 	"testing"
 	"time"
@@ -40,17 +41,41 @@ func TestSpawnDigestGoesThroughDispatcher(t *testing.T) {
 	if m.Origin != spine.OriginSentinel || !strings.Contains(m.Content, "07:03 direct") {
 		t.Fatalf("delivered %+v, want the digest from the Sentinel's dispatcher", m)
 	}
-	if _, ok, err := rt.Sentinel().Feedback.Lookup(res.NudgeID); err != nil || !ok {
-		t.Fatalf("digest %s not tracked for feedback (%v)", res.NudgeID, err)
+	// The dispatcher records a delivery just after the post returned, on
+	// the micro-agent's goroutine: wait for the records, bounded.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		tracked, inSession := digestRecorded(t, rt, clk.Now(), res.NudgeID)
+		if tracked && inSession {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("digest %s: tracked for feedback %v, in %s's session %v", res.NudgeID, tracked, CLIConversation, inSession)
+		}
+		runtimeYield()
 	}
-	es, err := rt.Sessions().Since(ctx, clk.Now().Add(-time.Hour), 50)
+}
+
+// digestRecorded reports whether nudgeID's digest is in the feedback log
+// and in the owner's session.
+func digestRecorded(t *testing.T, rt *Runtime, now time.Time, nudgeID string) (tracked, inSession bool) {
+	t.Helper()
+	_, tracked, err := rt.Sentinel().Feedback.Lookup(nudgeID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	es, err := rt.Sessions().Since(context.Background(), now.Add(-time.Hour), 50)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, e := range es {
-		if e.Conversation == CLIConversation && strings.Contains(e.Content, "nudge_id="+res.NudgeID) && strings.Contains(e.Content, "07:03 direct") {
-			return
+		if e.Conversation == CLIConversation && strings.Contains(e.Content, "nudge_id="+nudgeID) && strings.Contains(e.Content, "07:03 direct") {
+			inSession = true
 		}
 	}
-	t.Fatalf("digest %s not in %s's session: %+v", res.NudgeID, CLIConversation, es)
+	return tracked, inSession
 }
+
+// runtimeYield lets the goroutine finishing a delivery run before the
+// next look.
+func runtimeYield() { goruntime.Gosched() }

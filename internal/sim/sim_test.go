@@ -14,9 +14,16 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/raven-agent/raven/internal/controlapi/api"
+	"github.com/raven-agent/raven/internal/sandbox"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	// The exec tool re-executes this binary as its sandbox supervisor.
+	if len(os.Args) > 1 && os.Args[1] == sandbox.SupervisorCommand {
+		os.Exit(sandbox.Supervise())
+	}
+	goleak.VerifyTestMain(m)
+}
 
 // The whole demo must run, fast, and show each path's key line: a broken
 // path fails the run or drops its line.

@@ -74,6 +74,8 @@ type Model struct {
 	notice   string
 	// panel is the last /conversations answer, shown until the next command.
 	panel []string
+	// panelTitle names the panel (default "conversations").
+	panelTitle string
 
 	width, height int
 	quitting      bool
@@ -210,6 +212,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			rpc(m, "attach", api.ChatAttach, api.ChatAttachParams{Conversation: m.o.Conversation}, (*Model).attachDone),
 			m.subscribe(),
 			fetch,
+			m.pendingApprovals(),
 		)
 	case connectFailedMsg:
 		return m, m.lost(msg.err.Error())
@@ -309,6 +312,9 @@ func (m *Model) notification(n Notification) tea.Cmd {
 		// the events themselves are never taken as the answer state.
 		if kind == "input_requested" || kind == "input_resolved" {
 			return m.refreshQuestion()
+		}
+		if kind == EventApprovalRequested {
+			m.approvalEvent(n, kind)
 		}
 	}
 	return nil
@@ -445,8 +451,10 @@ func (m *Model) submit(text string) tea.Cmd {
 	case text == "/quit" || text == "/exit":
 		return m.quit()
 	case text == "/take" || text == "/release" || text == "/conversations":
-		m.panel = nil
+		m.panel, m.panelTitle = nil, ""
 		return m.conversationCommand(text)
+	case isApprovalCommand(text):
+		return m.approvalCommand(text)
 	case text == "/question" || strings.HasPrefix(text, "/question "):
 		return m.questionCommand(strings.TrimSpace(strings.TrimPrefix(text, "/question")))
 	}

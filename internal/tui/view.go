@@ -25,7 +25,11 @@ func (m *Model) View() tea.View {
 		}
 	}
 	if len(m.panel) > 0 {
-		rule(&bottom, m.width, "─ conversations ")
+		title := m.panelTitle
+		if title == "" {
+			title = "conversations"
+		}
+		rule(&bottom, m.width, "─ "+title+" ")
 		for _, l := range m.panel {
 			bottom.WriteString(wrap(l, m.width) + "\n")
 		}
@@ -40,7 +44,7 @@ func (m *Model) View() tea.View {
 		bottom.WriteString(wrap(m.notice, m.width) + "\n")
 	}
 	bottom.WriteString("> " + string(m.input) + "█\n")
-	bottom.WriteString(wrap("enter send · /question · /take · /release · /conversations · /quit", m.width))
+	bottom.WriteString(wrap("enter send · /question · /take · /release · /conversations · /approvals · /quit", m.width))
 
 	used := strings.Count(top.String(), "\n") + strings.Count(bottom.String(), "\n") + 1
 	room := max(m.height-used, 3)
