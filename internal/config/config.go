@@ -8,14 +8,13 @@ import (
 	"io"
 	"os"
 	"strings"
-	"time"
 
 	"github.com/raven-agent/raven/internal/agent"
 	"github.com/raven-agent/raven/internal/channels"
 	"github.com/raven-agent/raven/internal/configtype"
 	"github.com/raven-agent/raven/internal/cron"
 	"github.com/raven-agent/raven/internal/heartbeat"
-	"github.com/raven-agent/raven/internal/llm"
+	"github.com/raven-agent/raven/internal/llm/providers"
 	"github.com/raven-agent/raven/internal/strictjson"
 )
 
@@ -36,22 +35,12 @@ type Config struct {
 	Log       LogConfig       `json:"log"`
 }
 
-// ProvidersConfig holds endpoint settings. Secrets are better given through
-// the environment (OPENAI_API_KEY, ANTHROPIC_API_KEY), which wins over the file.
-type ProvidersConfig struct {
-	OpenAI    EndpointConfig `json:"openai"`
-	Anthropic EndpointConfig `json:"anthropic"`
-	Ollama    EndpointConfig `json:"ollama"`
-	// MaxAttempts bounds retries on 429/5xx per model call.
-	MaxAttempts int      `json:"max_attempts"`
-	Timeout     Duration `json:"timeout"`
-}
+// ProvidersConfig is the "providers" section; package providers owns it
+// and its defaults.
+type ProvidersConfig = providers.Config
 
-// EndpointConfig is one provider endpoint.
-type EndpointConfig struct {
-	APIKey  string `json:"api_key,omitempty" config:"secret"`
-	BaseURL string `json:"base_url,omitempty"`
-}
+// EndpointConfig is one provider endpoint (providers.EndpointConfig).
+type EndpointConfig = providers.EndpointConfig
 
 // AgentConfig is the "agent" section; package agent owns it and its
 // defaults.
@@ -66,10 +55,7 @@ type LogConfig struct {
 // Default returns the configuration used when the file is absent.
 func Default() Config {
 	return Config{
-		// providers.timeout (120s) differs from providers.DefaultTimeout (5m),
-		// which only callers passing no timeout get; kept as documented
-		// until the two are reconciled.
-		Providers: ProvidersConfig{MaxAttempts: llm.DefaultMaxAttempts, Timeout: Duration(120 * time.Second)},
+		Providers: providers.DefaultConfig(),
 		Agent:     agent.DefaultFileConfig(),
 		Tools:     defaultTools(),
 		Sentinel:  defaultSentinel(),
@@ -168,24 +154,14 @@ func (c *Config) Validate() error {
 	if msg := modelProblem(c.Sentinel.PlannerModel); msg != "" {
 		return &Error{Key: "sentinel.planner_model", Msg: msg}
 	}
-	for _, ep := range []struct {
-		name string
-		e    EndpointConfig
-	}{{"openai", c.Providers.OpenAI}, {"anthropic", c.Providers.Anthropic}, {"ollama", c.Providers.Ollama}} {
-		if ep.e.BaseURL != "" && !configtype.AbsoluteHTTP(ep.e.BaseURL) {
-			return &Error{Key: "providers." + ep.name + ".base_url", Msg: "want an absolute http(s) URL"}
-		}
-		if !configtype.OneLine(ep.e.APIKey) {
-			return &Error{Key: "providers." + ep.name + ".api_key", Msg: "must be one line without control characters"}
-		}
+	if err := section("providers", c.Providers.Validate()); err != nil {
+		return err
 	}
 	checks := []struct {
 		key string
 		ok  bool
 		msg string
 	}{
-		{"providers.max_attempts", c.Providers.MaxAttempts >= 1 && c.Providers.MaxAttempts <= 10, "must be 1..10"},
-		{"providers.timeout", c.Providers.Timeout >= Duration(time.Second), "must be at least 1s"},
 		{"log.format", c.Log.Format == "text" || c.Log.Format == "json", `must be "text" or "json"`},
 		{"log.level", oneOf(c.Log.Level, "debug", "info", "warn", "error"), "must be debug, info, warn or error"},
 	}

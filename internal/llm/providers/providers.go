@@ -18,8 +18,11 @@ import (
 // OllamaBaseURL is where Ollama serves its OpenAI-compatible API by default.
 const OllamaBaseURL = "http://localhost:11434/v1"
 
-// DefaultTimeout bounds one HTTP attempt when Options.Timeout is zero. Local
-// models on a laptop can take minutes for a long answer.
+// DefaultTimeout bounds one HTTP attempt: the providers.timeout default and
+// what Options.Timeout zero means. The one copy of that default. Five
+// minutes rather than a cloud API's usual two: local models on a laptop
+// (ollama, llama.cpp) can take minutes for a long answer, and a cut-off
+// attempt is retried from the start, so a short bound only wastes the work.
 const DefaultTimeout = 5 * time.Minute
 
 // ValidSpecs lists the forms a model spec may take, for help and error text.
