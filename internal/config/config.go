@@ -15,6 +15,7 @@ import (
 	"github.com/raven-agent/raven/internal/cron"
 	"github.com/raven-agent/raven/internal/heartbeat"
 	"github.com/raven-agent/raven/internal/llm/providers"
+	"github.com/raven-agent/raven/internal/sentinel"
 	"github.com/raven-agent/raven/internal/strictjson"
 )
 
@@ -58,7 +59,7 @@ func Default() Config {
 		Providers: providers.DefaultConfig(),
 		Agent:     agent.DefaultFileConfig(),
 		Tools:     defaultTools(),
-		Sentinel:  defaultSentinel(),
+		Sentinel:  sentinel.DefaultConfig(),
 		Cron:      cron.DefaultConfig(),
 		Heartbeat: heartbeat.DefaultConfig(),
 		Gateway:   defaultGateway(),
@@ -182,10 +183,14 @@ func (c *Config) Validate() error {
 	if err := section("heartbeat", c.Heartbeat.Validate()); err != nil {
 		return err
 	}
-	for _, v := range []func() error{c.Tools.validate, c.Sentinel.validate, c.Gateway.validate} {
-		if err := v(); err != nil {
-			return err
-		}
+	if err := c.Tools.validate(); err != nil {
+		return err
+	}
+	if err := validateSentinel(c.Sentinel); err != nil {
+		return err
+	}
+	if err := c.Gateway.validate(); err != nil {
+		return err
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
 	"time"
 )
@@ -62,6 +63,32 @@ func TestPlannerModel(t *testing.T) {
 		c.Model, c.Sentinel.PlannerModel = tt.model, tt.planner
 		if got := c.PlannerModel(); got != tt.want {
 			t.Errorf("%+v: %q", tt, got)
+		}
+	}
+}
+
+// SentinelPaths hands the Sentinel the data directory's own files, so a
+// CLI reading config.Paths and the gateway's Sentinel agree on every file.
+func TestSentinelPathsFollowLayout(t *testing.T) {
+	p, err := NewPaths(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp := p.SentinelPaths()
+	for _, c := range []struct{ got, want string }{
+		{sp.State, p.SentinelState()}, {sp.Feedback, p.Feedback()}, {sp.Preferences, p.Preferences()},
+		{sp.PendingDecisions, p.PendingDecisions()}, {sp.TickLog, p.TickLog()}, {sp.Memory, p.Memory()},
+		{sp.History, p.History()}, {sp.Attention, p.Attention()}, {sp.Behaviors, p.Behaviors()},
+	} {
+		if c.got != c.want {
+			t.Errorf("sentinel path %q, want %q", c.got, c.want)
+		}
+	}
+	// A field added to sentinel.Paths and left unfilled here fails too.
+	v := reflect.ValueOf(sp)
+	for i := 0; i < v.NumField(); i++ {
+		if v.Field(i).String() == "" {
+			t.Errorf("sentinel.Paths.%s is not filled", v.Type().Field(i).Name)
 		}
 	}
 }

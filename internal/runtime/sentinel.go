@@ -23,7 +23,7 @@ import (
 // runtime's one resolver says. The loops run only with ServiceSentinel.
 func (r *Runtime) buildSentinel(_ context.Context, _ Options) error {
 	sys, err := sentinel.NewSystem(sentinel.SystemOptions{
-		Paths: r.paths, Config: r.cfg.Sentinel, Provider: r.planner,
+		Paths: r.paths.SentinelPaths(), Config: r.cfg.Sentinel, Provider: r.planner,
 		Post:         r.hub.Post,
 		Targets:      r.sentinelTargets,
 		HasOutlet:    r.hub.Has,

@@ -15,7 +15,7 @@ import (
 func TestAttentionIgnoresRavensOwnTurns(t *testing.T) {
 	h := newSysHarness(t, defaultPolicy)
 	ctx := context.Background()
-	hist := h.paths.History()
+	hist := h.paths.History
 	at := sysT0.Add(-time.Hour)
 	lines := []struct{ conv, role, text string }{
 		{"cron:j-1", "cron", "[Scheduled job \"standup\" (j-1), due 2025-03-05T09:00:00Z]\nStand-up in 5"},
@@ -33,7 +33,7 @@ func TestAttentionIgnoresRavensOwnTurns(t *testing.T) {
 	}
 	h.prov.push(decisionJSON("skip", "", nil))
 	h.sys.Runner.TickOnce(ctx)
-	data, err := os.ReadFile(h.paths.Attention())
+	data, err := os.ReadFile(h.paths.Attention)
 	if err != nil {
 		t.Fatal(err)
 	}

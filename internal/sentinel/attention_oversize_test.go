@@ -15,7 +15,7 @@ import (
 func TestTickKeepsOversizedAttentionWhole(t *testing.T) {
 	h := newSysHarness(t, nil)
 	ctx := context.Background()
-	write(t, h.paths.Memory(), "- tax return due 2025-03-06\n")
+	write(t, h.paths.Memory, "- tax return due 2025-03-06\n")
 	var b strings.Builder
 	b.WriteString("## Deadlines\nold\n\n## Journal\n")
 	for b.Len() <= attention.DefaultMaxBytes {
@@ -23,8 +23,8 @@ func TestTickKeepsOversizedAttentionWhole(t *testing.T) {
 	}
 	b.WriteString("\n## Last section\nthe owner's last words\n")
 	orig := b.String()
-	write(t, h.paths.Attention(), orig)
-	if err := os.Chmod(h.paths.Attention(), 0o644); err != nil {
+	write(t, h.paths.Attention, orig)
+	if err := os.Chmod(h.paths.Attention, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	h.prov.push(decisionJSON("skip", "", nil), decisionJSON("skip", "", nil))
@@ -32,11 +32,11 @@ func TestTickKeepsOversizedAttentionWhole(t *testing.T) {
 	if h.prov.lastPrompt() == "" {
 		t.Fatal("the tick did not reach the planner")
 	}
-	got, _ := os.ReadFile(h.paths.Attention())
+	got, _ := os.ReadFile(h.paths.Attention)
 	if string(got) != orig {
 		t.Fatalf("attention.md rewritten: %d bytes, was %d", len(got), len(orig))
 	}
-	if st, _ := os.Stat(h.paths.Attention()); st.Mode().Perm() != 0o644 {
+	if st, _ := os.Stat(h.paths.Attention); st.Mode().Perm() != 0o644 {
 		t.Fatalf("mode %v", st.Mode().Perm())
 	}
 }

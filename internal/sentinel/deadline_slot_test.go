@@ -6,12 +6,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/raven-agent/raven/internal/config"
 	"github.com/raven-agent/raven/internal/sentinel/policy"
 )
 
 // defaultPolicy is the shipped policy, pinned to UTC so hours are stable.
-func defaultPolicy(c *config.SentinelConfig) {
+func defaultPolicy(c *Config) {
 	c.Policy = policy.DefaultConfig()
 	c.Policy.Location = time.UTC
 }
@@ -39,7 +38,7 @@ func TestDeadlineFallbackSkipsSlotThePlannerDelivered(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newSysHarness(t, defaultPolicy)
 			ctx := context.Background()
-			write(t, h.paths.Memory(), "- 2025-03-04 16:00 submit the tax return\n")
+			write(t, h.paths.Memory, "- 2025-03-04 16:00 submit the tax return\n")
 			if tc.firstAt == 0 {
 				tc.firstAt = 65
 			}

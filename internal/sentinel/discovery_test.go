@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/raven-agent/raven/internal/config"
 	"github.com/raven-agent/raven/internal/llm"
 )
 
@@ -36,7 +35,7 @@ func (f *flakyDiscovery) n() int {
 	return f.calls
 }
 
-func discoveryOn(c *config.SentinelConfig) {
+func discoveryOn(c *Config) {
 	defaultPolicy(c)
 	c.Discovery = true
 }
@@ -103,7 +102,7 @@ func TestDiscoveryRetriesBounded(t *testing.T) {
 // hand (`raven sentinel discover`), and the daily run is what the switch
 // turns off.
 func TestDiscoverySwitchOnlyTurnsOffTheDailyRun(t *testing.T) {
-	h := newSysHarness(t, func(c *config.SentinelConfig) { defaultPolicy(c); c.Discovery = false })
+	h := newSysHarness(t, func(c *Config) { defaultPolicy(c); c.Discovery = false })
 	ctx := context.Background()
 	if h.sys.Discoverer == nil {
 		t.Fatal("no discoverer with a model")

@@ -13,7 +13,6 @@ import (
 
 	"github.com/raven-agent/raven/internal/agent"
 	"github.com/raven-agent/raven/internal/clock"
-	"github.com/raven-agent/raven/internal/config"
 	"github.com/raven-agent/raven/internal/llm"
 	"github.com/raven-agent/raven/internal/sentinel/executor"
 	"github.com/raven-agent/raven/internal/sentinel/policy"
@@ -78,10 +77,7 @@ func (p *recordingProvider) n() int {
 // the owner sees them. Default policy, real agent loop, real scheduler.
 func TestDiscoveryProposesToolPickRunsIt(t *testing.T) {
 	dir := t.TempDir()
-	paths, err := config.NewPaths(filepath.Join(dir, "home"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	paths := testPaths(filepath.Join(dir, "home"))
 	db, err := sqlitedb.Open(filepath.Join(dir, "raven.db"))
 	if err != nil {
 		t.Fatal(err)
@@ -108,7 +104,7 @@ func TestDiscoveryProposesToolPickRunsIt(t *testing.T) {
 	ag := agent.New(agent.Options{Provider: agentModel, Tools: registry, Sessions: sessions, Clock: clk,
 		MemoryPath: filepath.Join(dir, "MEMORY.md"), HistoryPath: filepath.Join(dir, "HISTORY.md")})
 
-	cfg := config.Default().Sentinel
+	cfg := DefaultConfig()
 	cfg.Discovery, cfg.DiscoveryHour = true, 23 // run by hand below
 	cfg.Policy.Location = time.UTC              // else the shipped policy
 	discoverer := &recordingProvider{resp: &llm.Response{ToolCalls: []llm.ToolCall{{Name: "propose_tasks", Arguments: `{"options":[

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/raven-agent/raven/internal/clock"
-	"github.com/raven-agent/raven/internal/config"
 	"github.com/raven-agent/raven/internal/memory"
 	"github.com/raven-agent/raven/internal/sentinel/predictor"
 	"github.com/raven-agent/raven/internal/statefile"
@@ -15,14 +14,14 @@ import (
 // learnRoutines is the assembler's default routine source. Weekly patterns
 // need weeks of history, far more than the planner's tail, so it reads its
 // own longer tail of HISTORY.md when configured to.
-func learnRoutines(historyPath string, cfg config.SentinelConfig, clk clock.Clock, log *slog.Logger) func(string) []Routine {
+func learnRoutines(historyPath string, cfg Config, clk clock.Clock, log *slog.Logger) func(string) []Routine {
 	learn := routineLearner(historyPath, cfg, clk, log)
 	return func(tail string) []Routine { return toRoutines(learn(tail)) }
 }
 
 // routineLearner learns from tail, or from the learner's own longer tail
 // of HISTORY.md when configured to read more than the planner's.
-func routineLearner(historyPath string, cfg config.SentinelConfig, clk clock.Clock, log *slog.Logger) func(string) []predictor.Routine {
+func routineLearner(historyPath string, cfg Config, clk clock.Clock, log *slog.Logger) func(string) []predictor.Routine {
 	l := predictor.NewRoutineLearner(predictor.LearnerOptions{
 		MinWeeks: cfg.Routines.MinWeeks, MinDays: cfg.Routines.MinDays, MaxRoutines: cfg.Routines.Max,
 	})
@@ -110,7 +109,7 @@ func newBehaviors(o SystemOptions, store *statefile.Store, log *slog.Logger) (*p
 		return last, nil
 	}
 	return predictor.NewBehaviorsExtractor(predictor.BehaviorsOptions{
-		Path: o.Paths.Behaviors(), Store: store, Provider: o.Provider, Model: o.Model,
+		Path: o.Paths.Behaviors, Store: store, Provider: o.Provider, Model: o.Model,
 		Messages: messages, LastOwnerActivity: lastOwner,
 		Idle: idle, Interval: bc.Interval.D(), MaxMessages: bc.MaxMessages,
 		Clock: o.Clock, Logger: log,

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/raven-agent/raven/internal/clock"
-	"github.com/raven-agent/raven/internal/config"
 	"github.com/raven-agent/raven/internal/llm"
 	"github.com/raven-agent/raven/internal/memory"
 	"github.com/raven-agent/raven/internal/sentinel/predictor"
@@ -44,19 +43,16 @@ type learnRig struct {
 	sys   *System
 	clk   *clock.Fake
 	prov  *toolRouter
-	paths config.Paths
+	paths Paths
 }
 
 // Thursday 2026-12-03 20:00 UTC.
 var learnT0 = time.Date(2026, 12, 3, 20, 0, 0, 0, time.UTC)
 
-func newLearnRig(t *testing.T, mod func(*config.SentinelConfig), msgs []session.Entry) *learnRig {
+func newLearnRig(t *testing.T, mod func(*Config), msgs []session.Entry) *learnRig {
 	t.Helper()
-	p, err := config.NewPaths(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := config.Default().Sentinel
+	p := testPaths(t.TempDir())
+	cfg := DefaultConfig()
 	cfg.Discovery = false // the daily menu would eat the planner script; tests that want it turn it on
 	cfg.Policy = roomyPolicy()
 	if mod != nil {
@@ -69,6 +65,7 @@ func newLearnRig(t *testing.T, mod func(*config.SentinelConfig), msgs []session.
 		},
 		prompts: map[string][]string{},
 	}}
+	var err error
 	r.sys, err = NewSystem(SystemOptions{
 		Paths: p, Config: cfg, Provider: r.prov, Model: "m",
 		Messages: func(_ context.Context, since time.Time, limit int) ([]session.Entry, error) {
@@ -116,19 +113,19 @@ func writeWeekly(t *testing.T, path string, weeks, fillerBytes int) {
 func TestSystemRoutinesReachPlanner(t *testing.T) {
 	tests := []struct {
 		name   string
-		mod    func(*config.SentinelConfig)
+		mod    func(*Config)
 		filler int
 		want   bool
 	}{
 		{name: "default learner", want: true},
 		{name: "longer tail than the planner's", filler: 20 << 10, want: true},
-		{name: "planner tail only", filler: 20 << 10, mod: func(c *config.SentinelConfig) { c.Routines.TailBytes = 0 }},
-		{name: "disabled", mod: func(c *config.SentinelConfig) { c.Routines.Enabled = false }},
+		{name: "planner tail only", filler: 20 << 10, mod: func(c *Config) { c.Routines.TailBytes = 0 }},
+		{name: "disabled", mod: func(c *Config) { c.Routines.Enabled = false }},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newLearnRig(t, tc.mod, nil)
-			writeWeekly(t, r.paths.History(), 6, tc.filler)
+			writeWeekly(t, r.paths.History, 6, tc.filler)
 			pc := r.sys.Assembler.Assemble(context.Background())
 			if got := len(pc.Routines) == 1; got != tc.want {
 				t.Fatalf("routines = %+v, want one: %v", pc.Routines, tc.want)
@@ -165,12 +162,12 @@ func TestSystemBehaviorsExtractorWiring(t *testing.T) {
 		t.Fatalf("extractor called %d times while off", n)
 	}
 
-	r := newLearnRig(t, func(c *config.SentinelConfig) { c.Behaviors.Enabled = true }, msgs)
+	r := newLearnRig(t, func(c *Config) { c.Behaviors.Enabled = true }, msgs)
 	if r.sys.Behaviors == nil {
 		t.Fatal("extractor not built")
 	}
 	r.sys.Runner.TickOnce(ctx)
-	b, err := os.ReadFile(r.paths.Behaviors())
+	b, err := os.ReadFile(r.paths.Behaviors)
 	if err != nil || !strings.Contains(string(b), "- 2026-12-03T18:00:00Z [habit] Owner climbs on Thursday evenings (confidence 0.90)\n") {
 		t.Fatalf("behaviors.md = %q, %v", b, err)
 	}
@@ -192,7 +189,7 @@ func TestSystemBehaviorsExtractorWiring(t *testing.T) {
 	// The owner is active: the idle gate holds.
 	busy := append([]session.Entry{}, msgs...)
 	busy = append(busy, session.Entry{Message: llm.Message{Role: llm.RoleUser, Content: "still here"}, Conversation: "telegram:42", At: learnT0.Add(-5 * time.Minute)})
-	r2 := newLearnRig(t, func(c *config.SentinelConfig) { c.Behaviors.Enabled = true }, busy)
+	r2 := newLearnRig(t, func(c *Config) { c.Behaviors.Enabled = true }, busy)
 	if res := r2.sys.Behaviors.MaybeRun(ctx); res.Skipped != predictor.SkipOwnerActive {
 		t.Fatalf("owner active: %+v", res)
 	}

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/raven-agent/raven/internal/config"
 	"github.com/raven-agent/raven/internal/sentinel/attention"
 	"github.com/raven-agent/raven/internal/sentinel/executor"
 	"github.com/raven-agent/raven/internal/sentinel/policy"
@@ -194,11 +193,11 @@ func TestDailyPlanFallbackFiresOnlyHighDeadlines(t *testing.T) {
 // slots come from the same computation.
 func TestSystemWritesTodaysPlan(t *testing.T) {
 	for _, enabled := range []bool{true, false} {
-		h := newSysHarness(t, func(c *config.SentinelConfig) { c.Plan.Enabled = enabled })
-		write(t, h.paths.Memory(), "- 2025-03-04 18:00 send the invoice\n")
+		h := newSysHarness(t, func(c *Config) { c.Plan.Enabled = enabled })
+		write(t, h.paths.Memory, "- 2025-03-04 18:00 send the invoice\n")
 		h.prov.push(decisionJSON("skip", "", nil))
 		h.sys.Runner.TickOnce(context.Background())
-		b, err := os.ReadFile(h.paths.Attention())
+		b, err := os.ReadFile(h.paths.Attention)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -213,7 +212,7 @@ func TestSystemWritesTodaysPlan(t *testing.T) {
 			}
 		}
 	}
-	if !config.Default().Sentinel.Plan.Enabled {
+	if !DefaultConfig().Plan.Enabled {
 		t.Fatal("sentinel.plan.enabled must default to true")
 	}
 }

@@ -33,7 +33,7 @@ func TestLearnedQuietHourFromRepeatedDismissals(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	ov, err := policy.ReadPreferences(h.paths.Preferences())
+	ov, err := policy.ReadPreferences(h.paths.Preferences)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +69,7 @@ func TestLearnedMutedTopic(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	ov, err := policy.ReadPreferences(h.paths.Preferences())
+	ov, err := policy.ReadPreferences(h.paths.Preferences)
 	if err != nil {
 		t.Fatal(err)
 	}

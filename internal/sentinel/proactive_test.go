@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/raven-agent/raven/internal/clock"
-	"github.com/raven-agent/raven/internal/config"
 	"github.com/raven-agent/raven/internal/llm"
 	"github.com/raven-agent/raven/internal/sentinel/executor"
 	"github.com/raven-agent/raven/internal/sentinel/feedback"
@@ -27,13 +26,10 @@ import (
 
 // newDefaultSys is newSysHarness with policy.DefaultConfig and a hook to
 // add options.
-func newDefaultSys(t *testing.T, mod func(*config.SentinelConfig), opt func(*SystemOptions)) *sysHarness {
+func newDefaultSys(t *testing.T, mod func(*Config), opt func(*SystemOptions)) *sysHarness {
 	t.Helper()
-	p, err := config.NewPaths(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := config.Default().Sentinel
+	p := testPaths(t.TempDir())
+	cfg := DefaultConfig()
 	cfg.Discovery = false // the daily menu would eat the planner script; tests that want it turn it on
 	cfg.Policy = policy.DefaultConfig()
 	cfg.Policy.Location = time.UTC
@@ -69,6 +65,7 @@ func newDefaultSys(t *testing.T, mod func(*config.SentinelConfig), opt func(*Sys
 	if opt != nil {
 		opt(&o)
 	}
+	var err error
 	if h.sys, err = NewSystem(o); err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +74,7 @@ func newDefaultSys(t *testing.T, mod func(*config.SentinelConfig), opt func(*Sys
 
 // menuOnLate turns the menu on; RunDiscovery offers it, so the daily run
 // inside a tick (which would consume the planner's script) is kept late.
-func menuOnLate(c *config.SentinelConfig) { c.Discovery, c.DiscoveryHour = true, 23 }
+func menuOnLate(c *Config) { c.Discovery, c.DiscoveryHour = true, 23 }
 
 func userTurn(content string) spine.TurnRequest {
 	return spine.TurnRequest{Origin: spine.OriginUser, Channel: "telegram", ChatID: "42", Content: content}

@@ -6,18 +6,14 @@ import (
 	"time"
 
 	"github.com/raven-agent/raven/internal/clock"
-	"github.com/raven-agent/raven/internal/config"
 	"github.com/raven-agent/raven/internal/spine"
 )
 
 // The first tick runs when the Sentinel starts, not one interval (30
 // minutes by default) later: nothing on the fake clock advances here.
 func TestSystemStartTicksAtOnce(t *testing.T) {
-	p, err := config.NewPaths(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := config.Default().Sentinel
+	p := testPaths(t.TempDir())
+	cfg := DefaultConfig()
 	cfg.Discovery = false // the daily menu would eat the planner script; tests that want it turn it on
 	cfg.Policy.Location = time.UTC
 	prov := &seqProvider{}

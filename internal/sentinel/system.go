@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/raven-agent/raven/internal/clock"
-	"github.com/raven-agent/raven/internal/config"
 	"github.com/raven-agent/raven/internal/llm"
 	"github.com/raven-agent/raven/internal/sentinel/attention"
 	"github.com/raven-agent/raven/internal/sentinel/executor"
@@ -22,8 +21,8 @@ import (
 // optional seam owned by another component (sessions, subagents, tools,
 // daily plan).
 type SystemOptions struct {
-	Paths    config.Paths
-	Config   config.SentinelConfig
+	Paths    Paths
+	Config   Config
 	Provider llm.Provider // nil: the planner skips every tick
 	Model    string
 
@@ -68,7 +67,7 @@ type SystemOptions struct {
 	Messages func(ctx context.Context, since time.Time, limit int) ([]session.Entry, error)
 
 	// Feedback is the nudge feedback tracker; nil builds one on
-	// Paths.Feedback(). Every delivery is recorded in it as dispatched.
+	// Paths.Feedback. Every delivery is recorded in it as dispatched.
 	Feedback *feedback.Tracker
 	// OnDelivered observes each delivery after it was recorded.
 	OnDelivered executor.DeliveredFunc
@@ -125,18 +124,18 @@ func NewSystem(o SystemOptions) (*System, error) {
 	}
 	log := o.Logger.With("component", "sentinel")
 	cfg := o.Config
-	store, err := statefile.Open(o.Paths.SentinelState(), statefile.Options{Clock: o.Clock, Logger: log})
+	store, err := statefile.Open(o.Paths.State, statefile.Options{Clock: o.Clock, Logger: log})
 	if err != nil {
 		return nil, fmt.Errorf("sentinel: %w", err)
 	}
-	prefs := policy.NewPreferencesReader(o.Paths.Preferences(), log)
+	prefs := policy.NewPreferencesReader(o.Paths.Preferences, log)
 	pol, err := policy.New(cfg.Policy, policy.Options{Clock: o.Clock, Store: store, Logger: log, Overrides: prefs.Overrides})
 	if err != nil {
 		return nil, fmt.Errorf("sentinel: %w", err)
 	}
 	s := &System{Store: store, Policy: pol, Feedback: o.Feedback, log: log, onDelivered: o.OnDelivered}
 	if s.Feedback == nil {
-		s.Feedback = feedback.NewTracker(o.Paths.Feedback(), feedback.Options{Clock: o.Clock, Logger: log})
+		s.Feedback = feedback.NewTracker(o.Paths.Feedback, feedback.Options{Clock: o.Clock, Logger: log})
 	}
 	if o.Provider == nil {
 		log.Info("sentinel: no model configured; the planner skips every tick (set \"model\" or sentinel.planner_model)")
@@ -147,7 +146,7 @@ func NewSystem(o SystemOptions) (*System, error) {
 	}
 	delivered := s.recordDelivery
 
-	s.Pending = executor.NewPendingDecisionStore(o.Paths.PendingDecisions(), cfg.PendingTTL.D(), o.Clock)
+	s.Pending = executor.NewPendingDecisionStore(o.Paths.PendingDecisions, cfg.PendingTTL.D(), o.Clock)
 	s.Dispatcher = executor.NewDispatcher(executor.DispatcherOptions{Gate: pol, Post: o.Post, Targets: targets, Menus: s.Pending, OnDelivered: delivered, Clock: o.Clock, Logger: log})
 	if s.Injector, err = executor.NewInjector(executor.InjectorOptions{Store: store, Gate: pol, TTL: cfg.InjectTTL.D(), Cap: cfg.InjectCap, OnDelivered: delivered, Clock: o.Clock, Logger: log}); err != nil {
 		return nil, err
@@ -167,17 +166,17 @@ func NewSystem(o SystemOptions) (*System, error) {
 	s.Consumer = executor.NewConsumer(executor.ConsumerOptions{Store: s.Pending, Router: s.Router, Executor: s.Actions, Confirm: cfg.DecisionConfirm, Logger: log})
 	routines := o.Routines
 	if routines == nil && cfg.Routines.Enabled {
-		routines = learnRoutines(o.Paths.History(), cfg, o.Clock, log)
+		routines = learnRoutines(o.Paths.History, cfg, o.Clock, log)
 	}
 	s.Assembler = NewAssembler(AssemblerOptions{
-		MemoryPath: o.Paths.Memory(), HistoryPath: o.Paths.History(), AttentionPath: o.Paths.Attention(), BehaviorsPath: o.Paths.Behaviors(),
+		MemoryPath: o.Paths.Memory, HistoryPath: o.Paths.History, AttentionPath: o.Paths.Attention, BehaviorsPath: o.Paths.Behaviors,
 		MemoryMaxBytes: cfg.MemoryMaxBytes, HistoryTailBytes: cfg.HistoryTailBytes, AttentionSections: cfg.AttentionSections,
 		BehaviorsLines: cfg.BehaviorsLines, BehaviorsTailBytes: cfg.BehaviorsTailBytes, ActiveWindow: cfg.ActiveWindow.D(),
 		Sessions: ActiveSessions(o.Sessions), Routines: routines, Calendar: o.Calendar, Policy: pol, Clock: o.Clock, Logger: log,
 	})
 	var refreshers []func(context.Context)
 	ao := attention.Options{
-		Path: o.Paths.Attention(), MemoryPath: o.Paths.Memory(), HistoryPath: o.Paths.History(),
+		Path: o.Paths.Attention, MemoryPath: o.Paths.Memory, HistoryPath: o.Paths.History,
 		MemoryMaxBytes: cfg.MemoryMaxBytes, HistoryTailBytes: cfg.HistoryTailBytes,
 		Sessions: attentionSessions(o.Sessions), SessionWindow: cfg.OpenLoopWindow.D(),
 		Location: cfg.Policy.Location, Clock: o.Clock, Logger: log,
@@ -187,7 +186,7 @@ func NewSystem(o SystemOptions) (*System, error) {
 	if planSlots == nil && cfg.Plan.Enabled {
 		var learn func(string) []predictor.Routine
 		if cfg.Routines.Enabled {
-			learn = routineLearner(o.Paths.History(), cfg, o.Clock, log)
+			learn = routineLearner(o.Paths.History, cfg, o.Clock, log)
 		}
 		reader := attention.NewUpdater(attention.Options{
 			MemoryPath: ao.MemoryPath, HistoryPath: ao.HistoryPath, MemoryMaxBytes: ao.MemoryMaxBytes,
@@ -225,7 +224,7 @@ func NewSystem(o SystemOptions) (*System, error) {
 			}
 		}
 	}
-	if s.Preferences, err = NewPreferenceLearner(PreferenceLearnerOptions{Path: o.Paths.Preferences(), Feedback: s.Feedback, Policy: cfg.Policy, Clock: o.Clock, Logger: log}); err != nil {
+	if s.Preferences, err = NewPreferenceLearner(PreferenceLearnerOptions{Path: o.Paths.Preferences, Feedback: s.Feedback, Policy: cfg.Policy, Clock: o.Clock, Logger: log}); err != nil {
 		return nil, err
 	}
 	s.Planner = NewPlanner(o.Provider, o.Model, log)
@@ -247,7 +246,7 @@ func NewSystem(o SystemOptions) (*System, error) {
 		TrimFeedback: func(ctx context.Context) error { _, err := s.Feedback.MaybeTrim(ctx); return err },
 		Refresh:      refresh,
 		Discover:     discover, DiscoveryHour: cfg.DiscoveryHour, NoDailyDiscovery: !cfg.Discovery,
-		TickLogPath: o.Paths.TickLog(), OnTick: o.OnTick, Interval: cfg.Interval.D(), DedupTTL: cfg.DedupTTL.D(), Clock: o.Clock, Logger: log,
+		TickLogPath: o.Paths.TickLog, OnTick: o.OnTick, Interval: cfg.Interval.D(), DedupTTL: cfg.DedupTTL.D(), Clock: o.Clock, Logger: log,
 	})
 	if err != nil {
 		return nil, err

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/raven-agent/raven/internal/clock"
-	"github.com/raven-agent/raven/internal/config"
 	"github.com/raven-agent/raven/internal/llm"
 	"github.com/raven-agent/raven/internal/sentinel/attention"
 	"github.com/raven-agent/raven/internal/sentinel/executor"
@@ -63,7 +62,7 @@ type sysHarness struct {
 	sys      *System
 	clk      *clock.Fake
 	prov     *seqProvider
-	paths    config.Paths
+	paths    Paths
 	mu       sync.Mutex
 	posted   []spine.Message
 	spawned  []string
@@ -89,13 +88,10 @@ func roomyPolicy() policy.Config {
 // Tuesday 2025-03-04 10:00 UTC.
 var sysT0 = time.Date(2025, 3, 4, 10, 0, 0, 0, time.UTC)
 
-func newSysHarness(t *testing.T, mod func(*config.SentinelConfig)) *sysHarness {
+func newSysHarness(t *testing.T, mod func(*Config)) *sysHarness {
 	t.Helper()
-	p, err := config.NewPaths(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := config.Default().Sentinel
+	p := testPaths(t.TempDir())
+	cfg := DefaultConfig()
 	cfg.Discovery = false // the daily menu would eat the planner script; tests that want it turn it on
 	cfg.Policy = roomyPolicy()
 	if mod != nil {
@@ -106,6 +102,7 @@ func newSysHarness(t *testing.T, mod func(*config.SentinelConfig)) *sysHarness {
 		return []session.Summary{{Conversation: "telegram:42", Channel: "telegram", ChatID: "42", LastActivity: sysT0.Add(-time.Minute),
 			LastUser: "what's on today?", LastUserAt: sysT0.Add(-2 * time.Minute)}}, nil
 	}
+	var err error
 	h.sys, err = NewSystem(SystemOptions{
 		Paths: p, Config: cfg, Provider: h.prov, Model: "m",
 		Post: func(_ context.Context, m spine.Message) error {
@@ -232,7 +229,7 @@ func TestSystemRecordsEveryDeliveryForFeedback(t *testing.T) {
 }
 
 func TestSystemTaskDiscoveryMenuIsTracked(t *testing.T) {
-	h := newSysHarness(t, func(c *config.SentinelConfig) { c.Discovery = true })
+	h := newSysHarness(t, func(c *Config) { c.Discovery = true })
 	// The discoverer calls the same provider with its own tool.
 	menu := &llm.Response{ToolCalls: []llm.ToolCall{{Name: "propose_tasks", Arguments: `{"options":[{"title":"Draft the tax email","kind":"reply","reply":"Here is a draft."}]}`}}}
 	sys := h.sys
@@ -334,7 +331,7 @@ func TestSystemRetunesFromTrackerAndTrims(t *testing.T) {
 func TestSystemAttentionFeedsPlanner(t *testing.T) {
 	h := newSysHarness(t, nil)
 	ctx := context.Background()
-	write(t, h.paths.Memory(), "- tax return due 2025-03-06\n- [ ] renew passport\n")
+	write(t, h.paths.Memory, "- tax return due 2025-03-06\n- [ ] renew passport\n")
 	h.prov.push(decisionJSON("skip", "", nil), decisionJSON("skip", "", nil))
 	h.sys.Runner.TickOnce(ctx)
 	prompt := h.prov.lastPrompt()
@@ -343,20 +340,20 @@ func TestSystemAttentionFeedsPlanner(t *testing.T) {
 			t.Fatalf("prompt lacks %q:\n%s", want, prompt)
 		}
 	}
-	st1, err := os.Stat(h.paths.Attention())
+	st1, err := os.Stat(h.paths.Attention)
 	if err != nil {
 		t.Fatal(err)
 	}
 	h.clk.Advance(3 * time.Hour) // same day: nothing changes
 	h.sys.Runner.TickOnce(ctx)
-	st2, _ := os.Stat(h.paths.Attention())
+	st2, _ := os.Stat(h.paths.Attention)
 	if !os.SameFile(st1, st2) {
 		t.Fatal("cold tick rewrote attention.md")
 	}
 }
 
 func TestAttentionDefaultsAgreeWithAssembler(t *testing.T) {
-	got := config.Default().Sentinel.AttentionSections
+	got := DefaultConfig().AttentionSections
 	if !slices.Equal(got, attention.DefaultSections()) {
 		t.Fatalf("config default %v, producers %v", got, attention.DefaultSections())
 	}
@@ -368,13 +365,13 @@ func TestAttentionDefaultsAgreeWithAssembler(t *testing.T) {
 	if !slices.Equal(names, attention.DefaultSections()) || h.sys.Attention == nil {
 		t.Fatalf("producers %v", names)
 	}
-	off := newSysHarness(t, func(c *config.SentinelConfig) { c.Attention = false })
+	off := newSysHarness(t, func(c *Config) { c.Attention = false })
 	if off.sys.Attention != nil {
 		t.Fatal("attention updater built while disabled")
 	}
 	off.prov.push(decisionJSON("skip", "", nil))
 	off.sys.Runner.TickOnce(context.Background())
-	if _, err := os.Stat(filepath.Join(off.paths.Attention())); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(filepath.Join(off.paths.Attention)); !errors.Is(err, os.ErrNotExist) {
 		t.Fatal("attention.md written while disabled")
 	}
 }
