@@ -37,7 +37,9 @@ func raven(t *testing.T) string {
 			return
 		}
 		ravenBin = filepath.Join(buildDir, "raven")
-		out, err := exec.Command("go", "build", "-tags", "testhooks", "-o", ravenBin, "github.com/raven-agent/raven/cmd/raven").CombinedOutput()
+		build := exec.Command("go", "build", "-tags", "testhooks", "-o", ravenBin, "github.com/raven-agent/raven/cmd/raven")
+		build.Env = append(os.Environ(), "CGO_ENABLED=0") // as shipped (see README)
+		out, err := build.CombinedOutput()
 		if err != nil {
 			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
 		}

@@ -63,6 +63,7 @@ func ravenBin(t testing.TB) string {
 		path := filepath.Join(binDir, "raven")
 		cmd := exec.Command("go", "build", "-o", path, "./cmd/raven")
 		cmd.Dir = root
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0") // as shipped (see README)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			build.err = fmt.Errorf("go build ./cmd/raven: %w\n%s", err, out)
 			return
