@@ -11,12 +11,16 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/raven-agent/raven/internal/auth"
+	"github.com/raven-agent/raven/internal/chat"
 	"github.com/raven-agent/raven/internal/clock"
+	"github.com/raven-agent/raven/internal/controlapi"
+	"github.com/raven-agent/raven/internal/controlapi/api"
 	"github.com/raven-agent/raven/internal/sqlitedb"
 )
 
-// newAuthCmd is `raven auth …`: credential management straight on raven.db
-// (no gateway needed; SQLite's busy timeout covers a running gateway).
+// newAuthCmd is `raven auth …`: credential management on raven.db. revoke
+// and rotate go through a running gateway's control API (auth.revoke,
+// auth.rotate) and work on the database only when none runs.
 func newAuthCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "auth",
@@ -135,12 +139,97 @@ func newAuthListCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
+// dialAuthGateway connects to the running gateway as the data dir's
+// operator, or returns nil when none runs: a credential change must then
+// happen inside the gateway, whose auth store cancels the owner questions
+// and whose event log pushes their input_resolved events to live
+// subscribers at once.
+func dialAuthGateway(cmd *cobra.Command, g *globals) (*controlapi.Client, error) {
+	p, err := g.paths()
+	if err != nil {
+		return nil, err
+	}
+	dctx, cancel := context.WithTimeout(cmd.Context(), 10*time.Second)
+	defer cancel()
+	c, err := chat.DialGateway(dctx, p.Socket(), p.OperatorToken())
+	switch {
+	case err == nil:
+		fmt.Fprintf(cmd.ErrOrStderr(), "raven: via the gateway on %s\n", p.Socket())
+		return c, nil
+	case errors.Is(err, chat.ErrNoGateway):
+		return nil, nil
+	case controlapi.IsCode(err, controlapi.CodeUnauthorized):
+		return nil, &exitError{code: exitNotAllowed, err: fmt.Errorf("auth: the gateway refused the operator token in %s: %w", p.OperatorToken(), err)}
+	}
+	// Something listens but would not let us in: changing the database
+	// behind a live gateway would leave its subscribers uninformed.
+	return nil, fmt.Errorf("auth: %w", err)
+}
+
+// authRPCErr gives a gateway refusal the exit code the direct mode gives.
+func authRPCErr(err error) error {
+	switch {
+	case controlapi.IsCode(err, controlapi.CodeNotFound), controlapi.IsCode(err, controlapi.CodeInvalidParams),
+		controlapi.IsCode(err, controlapi.CodeConflict):
+		return usageErr(err)
+	case controlapi.IsCode(err, controlapi.CodeMethodNotFound):
+		return fmt.Errorf("auth: the running gateway does not serve credential changes (it is older than this raven; restart it): %w", err)
+	case controlapi.IsCode(err, controlapi.CodeForbidden), controlapi.IsCode(err, controlapi.CodeUnauthorized):
+		return &exitError{code: exitNotAllowed, err: err}
+	}
+	return fmt.Errorf("auth: gateway: %w", err)
+}
+
+// rotateCredential rotates name through the running gateway, or on the
+// database when none runs, and returns the new token.
+func rotateCredential(cmd *cobra.Command, g *globals, name string) (string, error) {
+	c, err := dialAuthGateway(cmd, g)
+	if err != nil {
+		return "", err
+	}
+	if c != nil {
+		defer c.Close()
+		res, err := controlapi.Invoke(cmd.Context(), c, api.AuthRotate, api.AuthNameParams{Name: name})
+		if err != nil {
+			return "", authRPCErr(err)
+		}
+		return res.Token, nil
+	}
+	s, db, err := openAuthStore(cmd.Context(), g)
+	if err != nil {
+		return "", err
+	}
+	defer db.Close()
+	release, err := hookOwnerQuestions(cmd.Context(), s, db)
+	if err != nil {
+		return "", err
+	}
+	defer release()
+	tok, err := s.Rotate(cmd.Context(), name)
+	if err != nil {
+		return "", authErr(err)
+	}
+	return tok, nil
+}
+
 func newAuthRevokeCmd(g *globals) *cobra.Command {
 	return &cobra.Command{
 		Use:   "revoke NAME",
 		Short: "Revoke a credential; a running gateway refuses it from the next call",
 		Args:  exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := dialAuthGateway(cmd, g)
+			if err != nil {
+				return err
+			}
+			if c != nil {
+				defer c.Close()
+				if _, err := controlapi.Invoke(cmd.Context(), c, api.AuthRevoke, api.AuthNameParams{Name: args[0]}); err != nil {
+					return authRPCErr(err)
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "revoked %q\n", args[0])
+				return nil
+			}
 			s, db, err := openAuthStore(cmd.Context(), g)
 			if err != nil {
 				return err
@@ -166,19 +255,9 @@ func newAuthRotateCmd(g *globals) *cobra.Command {
 		Short: "Replace a credential's token and print the new one once",
 		Args:  exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, db, err := openAuthStore(cmd.Context(), g)
+			tok, err := rotateCredential(cmd, g, args[0])
 			if err != nil {
 				return err
-			}
-			defer db.Close()
-			release, err := hookOwnerQuestions(cmd.Context(), s, db)
-			if err != nil {
-				return err
-			}
-			defer release()
-			tok, err := s.Rotate(cmd.Context(), args[0])
-			if err != nil {
-				return authErr(err)
 			}
 			if g.json {
 				return printJSON(cmd.OutOrStdout(), map[string]string{"name": args[0], "token": tok})

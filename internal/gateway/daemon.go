@@ -207,6 +207,7 @@ func (g *Gateway) wire(ctx context.Context, o DaemonOptions) error {
 			return rpcErr(clarify.Respond(ctx, c.Principal, in))
 		})
 	RegisterQuestions(g.control, rt.Questions())
+	RegisterAuth(g.control, rt.Auth())
 	controlapi.Handle(g.control, api.ChatSend, controlapi.Control, g.chatSend)
 	controlapi.Handle(g.control, api.ChatAttach, controlapi.Read, g.chatAttach)
 	g.registerApprovals()

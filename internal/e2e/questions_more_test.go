@@ -1,0 +1,209 @@
+package e2e
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/raven-agent/raven/internal/auth"
+	"github.com/raven-agent/raven/internal/eventlog"
+	"github.com/raven-agent/raven/internal/llm/fakeopenai"
+	"github.com/raven-agent/raven/internal/questions"
+)
+
+// credential creates a credential with `raven auth create` and writes its
+// token to a file in HOME, returning the file.
+func credential(t *testing.T, e *Env, name string, flags ...string) string {
+	t.Helper()
+	args := append([]string{"auth", "create", "--name", name}, flags...)
+	tok := strings.TrimSpace(e.MustRun(args...).Stdout)
+	path := filepath.Join(e.Home, name+".token")
+	if err := os.WriteFile(path, []byte(tok+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// askSettled is askOnce that also waits until the turn consumed both its
+// scripted replies, so the next script cannot be taken by this turn.
+func askSettled(t *testing.T, e *Env, conv, question string) questions.Snapshot {
+	t.Helper()
+	snap := askOnce(t, e, conv, question)
+	e.Eventually(20*time.Second, "scripted replies consumed", func() bool { return e.Model.Queued() == 0 })
+	return snap
+}
+
+// ownerConv makes an owner conversation on a fresh worktree with `raven
+// conversations new`, as the credential in tokenFile (the data dir's
+// operator when "").
+func ownerConv(t *testing.T, e *Env, conv, tokenFile string) {
+	t.Helper()
+	args := []string{"conversations", "new", "--workspace", linkedWorktree(t), "--id", conv}
+	if tokenFile != "" {
+		args = append(args, "--token-file", tokenFile)
+	}
+	wantCode(t, e.Run(args...), 0, "new "+conv)
+}
+
+func wantRefusal(t *testing.T, r Result, code int, advice, what string) {
+	t.Helper()
+	wantCode(t, r, code, what)
+	if !strings.Contains(r.Stderr, advice) {
+		t.Fatalf("%s: refusal lacks %q:\n%s", what, advice, r)
+	}
+}
+
+// resolvedOf decodes an input_resolved event for request id, or reports false.
+func resolvedOf(ev eventlog.Event, id string) (questions.InputResolvedEvent, bool) {
+	var p questions.InputResolvedEvent
+	if ev.Kind != questions.EventInputResolved || json.Unmarshal(ev.Payload, &p) != nil {
+		return p, false
+	}
+	return p, p.RequestID == id
+}
+
+// A device's Take Control lease carries its answers only while it lives:
+// accepted inside the lease, refused with "take control first" (exit 4)
+// once it expired, and at once after an explicit release. The lease is
+// the smallest the code allows (auth.MinLeaseTTL).
+func TestLeaseExpiryAndReleaseEndDeviceAuthority(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, Options{})
+	g := e.StartGateway()
+	defer g.Stop()
+	const live, late = "tui:lease-live", "tui:lease-late"
+	ownerConv(t, e, live, "")
+	ownerConv(t, e, late, "")
+	phone := credential(t, e, "phone", "--role", "device")
+	qLive := askSettled(t, e, live, "Tabs or spaces?")
+	qLate := askSettled(t, e, late, "Morning or evening reviews?")
+
+	ttl := auth.MinLeaseTTL.String()
+	wantCode(t, e.Run("conversations", "take", live, "--ttl", ttl, "--token-file", phone), 0, "take live")
+	wantCode(t, e.Run("conversations", "take", late, "--ttl", ttl, "--token-file", phone), 0, "take late")
+	taken := time.Now()
+	wantCode(t, e.Run(answerArgs(live, qLive, qLive.Request.Options[0].OptionID, "--token-file", phone)...), 0, "answer inside the lease")
+	if time.Since(taken) >= auth.MinLeaseTTL {
+		t.Skip("the machine is too slow to answer inside the shortest lease")
+	}
+
+	// Wait for the lease to lapse as the gateway sees it, then answer.
+	e.Eventually(auth.MinLeaseTTL+15*time.Second, "lease expiry", func() bool {
+		var v questions.ConversationView
+		r := e.Run("conversations", "show", late, "--json")
+		r.JSON(t, &v)
+		return v.Controller == ""
+	})
+	wantRefusal(t, e.Run(answerArgs(late, qLate, qLate.Request.Options[0].OptionID, "--token-file", phone)...), 4,
+		"take control first", "answer after the lease expired")
+
+	// Release ends it at once: take again (default TTL), release, answer.
+	wantCode(t, e.Run("conversations", "take", late, "--token-file", phone), 0, "take again")
+	wantCode(t, e.Run("conversations", "release", late, "--token-file", phone), 0, "release")
+	wantRefusal(t, e.Run(answerArgs(late, qLate, qLate.Request.Options[0].OptionID, "--token-file", phone)...), 4,
+		"take control first", "answer after release")
+	var still questions.Snapshot
+	e.MustRun("conversations", "questions", late, "--json").JSON(t, &still)
+	if still.Status != questions.StatusPending || still.Request.RequestID != qLate.Request.RequestID {
+		t.Fatalf("a refused answer changed the question: %+v", still)
+	}
+}
+
+// Who may answer, through the CLI with real credentials: a read-only
+// device and a captain never (exit 4), not even after trying take; a
+// control device only while it holds Take Control; the operator always.
+func TestAuthorityMatrixThroughCLI(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, Options{})
+	g := e.StartGateway()
+	defer g.Stop()
+	const devConv, opConv = "tui:matrix-dev", "tui:matrix-op"
+	ownerConv(t, e, devConv, "")
+	ownerConv(t, e, opConv, "")
+	ro := credential(t, e, "tablet", "--role", "device", "--read-only")
+	captain := credential(t, e, "captain", "--role", "captain")
+	phone := credential(t, e, "phone", "--role", "device")
+	qDev := askSettled(t, e, devConv, "Squash or merge commits?")
+	qOp := askSettled(t, e, opConv, "Verbose or terse logs?")
+
+	for _, c := range []struct{ name, tok string }{{"read-only device", ro}, {"captain", captain}} {
+		for _, conv := range []struct {
+			id   string
+			snap questions.Snapshot
+		}{{devConv, qDev}, {opConv, qOp}} {
+			wantCode(t, e.Run(answerArgs(conv.id, conv.snap, conv.snap.Request.Options[0].OptionID, "--token-file", c.tok)...), 4, c.name+" answer")
+			wantCode(t, e.Run("conversations", "take", conv.id, "--token-file", c.tok), 4, c.name+" take")
+			wantCode(t, e.Run(answerArgs(conv.id, conv.snap, conv.snap.Request.Options[0].OptionID, "--token-file", c.tok)...), 4, c.name+" answer after take")
+		}
+	}
+	wantRefusal(t, e.Run(answerArgs(devConv, qDev, qDev.Request.Options[0].OptionID, "--token-file", phone)...), 4,
+		"take control first", "control device without the lease")
+	wantCode(t, e.Run("conversations", "take", devConv, "--token-file", phone), 0, "control device take")
+	wantCode(t, e.Run(answerArgs(devConv, qDev, qDev.Request.Options[1].OptionID, "--token-file", phone)...), 0, "control device holding the lease")
+	wantCode(t, e.Run(answerArgs(opConv, qOp, qOp.Request.Options[1].OptionID)...), 0, "operator")
+	for _, c := range []struct {
+		conv string
+		want string
+	}{{devConv, qDev.Request.RequestID}, {opConv, qOp.Request.RequestID}} {
+		var s questions.Snapshot
+		e.MustRun("conversations", "questions", c.conv, "--request", c.want, "--json").JSON(t, &s)
+		if s.Receipt == nil || s.Receipt.Status != "answered" {
+			t.Fatalf("%s: not answered: %+v", c.conv, s.Receipt)
+		}
+	}
+}
+
+// Conversations of every other kind, made with `raven conversations new
+// --kind K`, can never hold a question: the tool is not offered to the
+// model, and a call the model forges anyway gets a clear tool error and
+// leaves nothing pending.
+func TestExcludedKindsNeverHoldAQuestion(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, Options{})
+	g := e.StartGateway()
+	defer g.Stop()
+	for _, kind := range []questions.Kind{questions.KindRoom, questions.KindGlobal, questions.KindSide, questions.KindNative} {
+		t.Run(string(kind), func(t *testing.T) {
+			conv := "tui:excl-" + string(kind)
+			wantCode(t, e.Run("conversations", "new", "--kind", string(kind), "--id", conv), 0, "new --kind "+string(kind))
+			var v questions.ConversationView
+			e.MustRun("conversations", "show", conv, "--json").JSON(t, &v)
+			if v.CanHoldQuestion {
+				t.Fatalf("%s conversation says it can hold a question: %+v", kind, v)
+			}
+
+			e.Model.Enqueue(fakeopenai.Call("conversation_question", map[string]any{"question": "Forged?", "options": []string{"a", "b"}}),
+				fakeopenai.Text("forged done."))
+			text := "forge a question in " + conv
+			first := ownerTurn(t, e, conv, text)
+			if first.HasTool("conversation_question") {
+				t.Fatalf("conversation_question offered in a %s conversation: %v", kind, first.ToolNames())
+			}
+			var leg fakeopenai.Request
+			e.Eventually(20*time.Second, "second leg after the forged call", func() bool {
+				for _, r := range e.Model.Requests() {
+					if r.LastUser() == text && r.Last().Role == "tool" {
+						leg = r
+						return true
+					}
+				}
+				return false
+			})
+			want := "a " + string(kind) + " conversation cannot hold a question"
+			if res := leg.Last().Content; !strings.HasPrefix(res, "error:") || !strings.Contains(res, want) {
+				t.Fatalf("forged call's tool result is not the clear refusal %q: %q", want, res)
+			}
+			t.Logf("%s forged call result: %s", kind, leg.Last().Content)
+			var s questions.Snapshot
+			if r := e.Run("conversations", "questions", conv, "--json"); r.Code == 0 {
+				r.JSON(t, &s)
+				if s.Status == questions.StatusPending {
+					t.Fatalf("a %s conversation holds a question: %+v", kind, s)
+				}
+			}
+		})
+	}
+}
