@@ -207,3 +207,87 @@ func TestExcludedKindsNeverHoldAQuestion(t *testing.T) {
 		})
 	}
 }
+
+// Revoking or rotating the owner credential while a gateway runs goes
+// through its control API (auth.revoke, auth.rotate): the pending question
+// is cancelled at once and its input_resolved event reaches a live
+// events.subscribe client without any further read or append.
+func TestOwnerRevocationThroughGatewayCancelsAtOnce(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, Options{})
+	g := e.StartGateway()
+	defer g.Stop()
+	cases := []struct {
+		verb, reason string
+	}{
+		{"revoke", questions.ReasonOwnerRevoked},
+		{"rotate", questions.ReasonCredentialRotated},
+	}
+	for _, c := range cases {
+		t.Run(c.verb, func(t *testing.T) {
+			name := "laptop-" + c.verb
+			conv := "tui:revoc-" + c.verb
+			tok := credential(t, e, name, "--role", "operator")
+			ownerConv(t, e, conv, tok)
+			var v questions.ConversationView
+			e.MustRun("conversations", "show", conv, "--json").JSON(t, &v)
+			if v.Owner != name {
+				t.Fatalf("owner of %s is %q, want %q", conv, v.Owner, name)
+			}
+			snap := askSettled(t, e, conv, "Which shell do you prefer ("+c.verb+")?")
+			id := snap.Request.RequestID
+			sub := e.Subscribe()
+			sub.WaitFor(10*time.Second, "input_requested backfill", func(ev eventlog.Event) bool {
+				return ev.Kind == questions.EventInputRequested && strings.Contains(string(ev.Payload), id)
+			})
+			r := e.MustRun("auth", c.verb, name)
+			if !strings.Contains(r.Stderr, "via the gateway") {
+				t.Fatalf("auth %s did not go through the running gateway:\n%s", c.verb, r)
+			}
+			// Nothing else happens on the gateway: the event must be pushed.
+			ev := sub.WaitFor(5*time.Second, "input_resolved pushed live", func(ev eventlog.Event) bool {
+				_, ok := resolvedOf(ev, id)
+				return ok
+			})
+			got, _ := resolvedOf(ev, id)
+			if got.Status != "cancelled" || got.Reason != c.reason {
+				t.Fatalf("input_resolved after auth %s: %+v, want cancelled/%s", c.verb, got, c.reason)
+			}
+		})
+	}
+}
+
+// With no gateway, `raven auth revoke` works on the database and still
+// cancels the owner's question at once with its event in the log: a
+// gateway started afterwards shows the revocation, not a restart.
+func TestOwnerRevocationWithoutGatewayCancels(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, Options{})
+	g := e.StartGateway()
+	const conv = "tui:revoc-offline"
+	tok := credential(t, e, "laptop", "--role", "operator")
+	ownerConv(t, e, conv, tok)
+	snap := askSettled(t, e, conv, "Rebase or merge?")
+	id := snap.Request.RequestID
+	g.Stop()
+
+	r := e.MustRun("auth", "revoke", "laptop")
+	if strings.Contains(r.Stderr, "via the gateway") {
+		t.Fatalf("no gateway runs, yet auth revoke says it used one:\n%s", r)
+	}
+	var s questions.Snapshot
+	e.MustRun("conversations", "questions", conv, "--request", id, "--json").JSON(t, &s)
+	if s.Receipt == nil || s.Receipt.Status != "cancelled" || s.Receipt.Reason != questions.ReasonOwnerRevoked {
+		t.Fatalf("offline revoke did not cancel the question: %+v", s.Receipt)
+	}
+
+	g = e.StartGateway()
+	defer g.Stop()
+	ev := e.Subscribe().WaitFor(10*time.Second, "input_resolved in the log", func(ev eventlog.Event) bool {
+		_, ok := resolvedOf(ev, id)
+		return ok
+	})
+	if got, _ := resolvedOf(ev, id); got.Reason != questions.ReasonOwnerRevoked {
+		t.Fatalf("logged input_resolved: %+v, want owner_revoked", got)
+	}
+}
