@@ -291,3 +291,96 @@ func TestOwnerRevocationWithoutGatewayCancels(t *testing.T) {
 		t.Fatalf("logged input_resolved: %+v, want owner_revoked", got)
 	}
 }
+
+// nativeSeat starts `raven chat --native conv` (the native-seat REPL)
+// beside the gateway and returns once it has claimed the seat.
+func nativeSeat(t *testing.T, e *Env, conv string) *Proc {
+	t.Helper()
+	p := e.Start("chat", "--native", conv)
+	p.WaitStderr(20*time.Second, "Native seat of "+conv+" claimed")
+	return p
+}
+
+func closeSeat(t *testing.T, p *Proc) {
+	t.Helper()
+	p.CloseStdin()
+	if r := p.Wait(20 * time.Second); r.Code != 0 {
+		t.Fatalf("native seat REPL exit %d:\n%s", r.Code, r)
+	}
+}
+
+// The native seat's takeover comes before any answer: started beside the
+// gateway, `raven chat --native CONV` cancels the pending question
+// (native_takeover) and an answer submitted right after is refused; while
+// the seat is held no new question can be asked there.
+func TestNativeTakeoverCancelsBeforeAnswer(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, Options{})
+	g := e.StartGateway()
+	defer g.Stop()
+	const conv = "tui:native-first"
+	ownerConv(t, e, conv, "")
+	snap := askSettled(t, e, conv, "Light or dark theme?")
+	seat := nativeSeat(t, e, conv)
+	var got questions.Snapshot
+	e.MustRun("conversations", "questions", conv, "--request", snap.Request.RequestID, "--json").JSON(t, &got)
+	if got.Receipt == nil || got.Receipt.Status != "cancelled" || got.Receipt.Reason != questions.ReasonNativeTakeover {
+		t.Fatalf("native takeover did not cancel the question: %+v", got.Receipt)
+	}
+	wantCode(t, e.Run(answerArgs(conv, snap, snap.Request.Options[0].OptionID)...), 3, "answer after the native takeover")
+	var v questions.ConversationView
+	e.MustRun("conversations", "show", conv, "--json").JSON(t, &v)
+	if v.NativeOwner == "" || v.CanHoldQuestion {
+		t.Fatalf("seat held, yet the conversation reads %+v", v)
+	}
+	closeSeat(t, seat)
+}
+
+// An answer accepted just before the takeover whose continuation has not
+// started is failed, never run. The continuation is held back behind a
+// turn of the same conversation whose model call the fake keeps open
+// (Reply.Wait); the seat is claimed meanwhile, and the fake server must
+// never receive the continuation's request.
+func TestNativeTakeoverStopsQueuedContinuation(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, Options{})
+	g := e.StartGateway()
+	defer g.Stop()
+	const conv = "tui:native-queued"
+	ownerConv(t, e, conv, "")
+	snap := askSettled(t, e, conv, "Which pager do you like?")
+
+	hold := make(chan struct{})
+	defer func() {
+		select {
+		case <-hold:
+		default:
+			close(hold)
+		}
+	}()
+	e.Model.Enqueue(fakeopenai.Reply{Text: "held turn done.", Wait: hold})
+	ownerTurn(t, e, conv, "a long turn")
+
+	ans := e.Run(answerArgs(conv, snap, snap.Request.Options[0].OptionID)...)
+	wantCode(t, ans, 0, "answer while a turn runs")
+	var rc questions.Receipt
+	ans.JSON(t, &rc)
+	seat := nativeSeat(t, e, conv)
+	close(hold)
+
+	e.Eventually(20*time.Second, "continuation settled", func() bool {
+		var s questions.Snapshot
+		e.MustRun("conversations", "questions", conv, "--request", snap.Request.RequestID, "--json").JSON(t, &s)
+		rc = *s.Receipt
+		return rc.Continuation != "accepted" && rc.Continuation != "submitted"
+	})
+	for _, r := range e.Model.Requests() {
+		if strings.Contains(r.LastUser(), "The owner answered your question") {
+			t.Fatalf("the continuation ran after the native takeover: %q (receipt %+v)", r.LastUser(), rc)
+		}
+	}
+	if rc.Continuation != "failed" || !strings.Contains(rc.ContinuationError, "native takeover") {
+		t.Fatalf("continuation after the takeover: %+v, want failed by the native takeover", rc)
+	}
+	closeSeat(t, seat)
+}

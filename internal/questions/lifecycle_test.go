@@ -465,3 +465,24 @@ func TestQuestionToolOfferedOnlyWhereAQuestionCanBeHeld(t *testing.T) {
 		t.Error("offered with a revoked owner credential")
 	}
 }
+
+// A continuation handed to the runtime but still waiting for its turn
+// asks BeginRun when the turn starts: refused (native_takeover) once a
+// native seat holds the conversation, allowed otherwise.
+func TestBeginRunRefusedAfterNativeTakeover(t *testing.T) {
+	ctx := context.Background()
+	h := newHarness(t, nil)
+	h.ask()
+	if err := h.store.BeginRun(ctx, ownerConv, "run-1"); err != nil {
+		t.Fatalf("begin run with no native seat: %v", err)
+	}
+	if _, err := h.store.ClaimNative(ctx, ownerConv, "chat:repl"); err != nil {
+		t.Fatal(err)
+	}
+	err := h.store.BeginRun(ctx, ownerConv, "run-1")
+	wantCode(t, err, CodeUnavailable)
+	var qe *Error
+	if !errors.As(err, &qe) || qe.Reason != ReasonNativeTakeover {
+		t.Fatalf("begin run after takeover: %v", err)
+	}
+}

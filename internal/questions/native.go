@@ -136,3 +136,20 @@ func (s *Store) startRun(ctx context.Context, conv, runID string) (ok bool, err 
 	})
 	return ok, err
 }
+
+// BeginRun is asked when a submitted continuation's turn is about to
+// execute. The scheduler may have queued it behind another turn of the
+// conversation, and a native takeover meanwhile must still come first:
+// the continuation is then refused (the caller records the run failed
+// with this error) instead of run.
+func (s *Store) BeginRun(ctx context.Context, conv, runID string) error {
+	var native string
+	if err := s.db.QueryRowContext(ctx, `SELECT native_owner FROM conversations WHERE id = ?`, conv).Scan(&native); err != nil {
+		return fmt.Errorf("questions: begin run %s: %w", runID, err)
+	}
+	if native != "" {
+		s.log.Warn("question continuation not run: the conversation was taken over while it waited for its turn", "run", runID, "conversation", conv)
+		return newErr(CodeUnavailable, ReasonNativeTakeover, "native takeover before the continuation started")
+	}
+	return nil
+}

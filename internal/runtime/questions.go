@@ -76,6 +76,19 @@ func (r *Runtime) continueAnswer(ctx context.Context, conv, runID string, ans qu
 	return nil
 }
 
+// runTurn is the scheduler's handler: the agent's turn, except that an
+// answer's continuation first asks the questions store whether it may
+// still run (a native takeover while it waited in the lane wins).
+func (r *Runtime) runTurn(ctx context.Context, t *spine.Turn) (string, error) {
+	if t.Request.Origin == spine.OriginAnswer {
+		runID, _ := t.Request.Extras["run_id"].(string)
+		if err := r.questions.BeginRun(ctx, t.Request.Conversation(), runID); err != nil {
+			return "", err
+		}
+	}
+	return r.agent.RunTurn(ctx, t)
+}
+
 // credentialGenerations adapts the auth store to the questions package's
 // view of credentials: current generation, and whether still active.
 type credentialGenerations struct{ s *auth.Store }

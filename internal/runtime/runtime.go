@@ -280,7 +280,7 @@ func (r *Runtime) buildAgent(_ context.Context, o Options) error {
 			HistoryTailBytes: ac.HistoryTailBytes, RecentMessages: ac.RecentMessages, MaxTokens: ac.MaxTokens,
 			ToolTimeout: ac.ToolTimeout.D()},
 	})
-	r.scheduler = spine.NewScheduler(r.agent.RunTurn, r.hub, spine.Options{
+	r.scheduler = spine.NewScheduler(r.runTurn, r.hub, spine.Options{
 		Pools: pools, Logger: r.log.With("component", "spine"),
 		OnTurnStart: func(req spine.TurnRequest) {
 			for _, f := range r.onStart {
