@@ -215,7 +215,7 @@ func rotateCredential(cmd *cobra.Command, g *globals, name string) (string, erro
 func newAuthRevokeCmd(g *globals) *cobra.Command {
 	return &cobra.Command{
 		Use:   "revoke NAME",
-		Short: "Revoke a credential; a running gateway refuses it from the next call",
+		Short: "Revoke a credential (through the running gateway when one runs): refused from the next call, its owner questions cancelled at once",
 		Args:  exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := dialAuthGateway(cmd, g)

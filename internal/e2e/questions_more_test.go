@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -9,6 +10,8 @@ import (
 	"time"
 
 	"github.com/raven-agent/raven/internal/auth"
+	"github.com/raven-agent/raven/internal/controlapi"
+	"github.com/raven-agent/raven/internal/controlapi/api"
 	"github.com/raven-agent/raven/internal/eventlog"
 	"github.com/raven-agent/raven/internal/llm/fakeopenai"
 	"github.com/raven-agent/raven/internal/questions"
@@ -383,4 +386,40 @@ func TestNativeTakeoverStopsQueuedContinuation(t *testing.T) {
 		t.Fatalf("continuation after the takeover: %+v, want failed by the native takeover", rc)
 	}
 	closeSeat(t, seat)
+}
+
+// auth.revoke and auth.rotate are the operator's alone: a control device
+// on the control socket is refused (forbidden) and the credential stays.
+func TestAuthMethodsOperatorOnly(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, Options{})
+	g := e.StartGateway()
+	defer g.Stop()
+	phone := credential(t, e, "phone", "--role", "device")
+	credential(t, e, "laptop", "--role", "operator")
+	tok, err := auth.ReadTokenFile(phone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := controlapi.Dial(ctx, e.Path("raven.sock"), tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := controlapi.Invoke(ctx, c, api.AuthRevoke, api.AuthNameParams{Name: "laptop"}); !controlapi.IsCode(err, controlapi.CodeForbidden) {
+		t.Fatalf("device auth.revoke: %v, want forbidden", err)
+	}
+	if _, err := controlapi.Invoke(ctx, c, api.AuthRotate, api.AuthNameParams{Name: "laptop"}); !controlapi.IsCode(err, controlapi.CodeForbidden) {
+		t.Fatalf("device auth.rotate: %v, want forbidden", err)
+	}
+	wantCode(t, e.Run("auth", "revoke", "nobody"), 2, "revoke an unknown credential through the gateway")
+	var creds []auth.Credential
+	e.MustRun("auth", "list", "--json").JSON(t, &creds)
+	for _, cr := range creds {
+		if cr.Name == "laptop" && (cr.Revoked() || cr.Generation != 1) {
+			t.Fatalf("a refused call changed the credential: %+v", cr)
+		}
+	}
 }
