@@ -15,7 +15,7 @@ func TestConfigReachesOptionalKeys(t *testing.T) {
 	e := newEnv(t, Options{})
 	cases := []struct {
 		key, value, get string // get: what `config get` prints (default value)
-		list             any    // the effective value `config list --json` shows
+		list            any    // the effective value `config list --json` shows
 	}{
 		{"channels.forward", "webhook:owner,telegram:42", `["webhook:owner","telegram:42"]`, []any{"webhook:owner", "telegram:42"}},
 		{"heartbeat.channel", "webhook", "", "webhook"},
