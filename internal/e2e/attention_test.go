@@ -11,9 +11,8 @@ import (
 // line from the same HISTORY.md does.
 func TestCronPromptsStayOutOfAttention(t *testing.T) {
 	t.Parallel()
-	tz, loc := Midday()
-	e := newEnv(t, Options{Env: []string{"TZ=" + tz}})
-	day := time.Now().In(loc)
+	e := newEnv(t, Options{Env: []string{"TZ=" + midday.Path}})
+	day := time.Now().In(midday.Loc)
 	ownerDate := day.AddDate(0, 0, 2).Format("2006-01-02")
 	cronDate := day.AddDate(0, 0, 3).Format("2006-01-02")
 	e.MustRun("chat", "-m", "my dentist appointment is on "+ownerDate+" 10:00")

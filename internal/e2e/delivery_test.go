@@ -50,7 +50,7 @@ func TestGatewayFirstTickNudgeTarget(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			opts := SentinelOptions(nil)
+			opts := midday.SentinelOptions(nil)
 			e := newEnv(t, opts)
 			var hook *WebhookReceiver
 			if c.forward {

@@ -35,7 +35,7 @@ type discoverResult struct {
 // process and offers the menu on this terminal, through the policy.
 func TestSentinelDiscoverWithoutGateway(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, SentinelOptions(nil))
+	e := newEnv(t, midday.SentinelOptions(nil))
 	e.Model.On(fakeopenai.Offers(discoveryTool), fakeopenai.Always(menu()))
 	e.MustRun("chat", "-m", "hello")
 	r := e.MustRun("sentinel", "discover", "--json")
@@ -61,7 +61,7 @@ func TestSentinelDiscoverWithoutGateway(t *testing.T) {
 // in the outbox.
 func TestSentinelDiscoverThroughGateway(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, SentinelOptions(nil))
+	e := newEnv(t, midday.SentinelOptions(nil))
 	e.PlanSequence(Decision(map[string]any{"action": "skip", "reason": "quiet", "proactivity_score": 0}))
 	g := e.StartGateway()
 	ev := e.Subscribe()

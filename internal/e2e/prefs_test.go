@@ -37,7 +37,7 @@ func (p prefsShow) effective(key string) string {
 // (tighten-only), and the policy of the next tick follows them.
 func TestSentinelPrefsShowSetUnset(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, SentinelOptions(nil))
+	e := newEnv(t, midday.SentinelOptions(nil))
 	e.PlanAlways(nudge("The tax return is due Friday.", map[string]any{"topic": "tax-return"}))
 	if p := e.prefs(); p.Exists || p.effective("day_quota") != "6" {
 		t.Fatalf("fresh prefs: %+v", p)
@@ -74,7 +74,7 @@ func TestSentinelPrefsShowSetUnset(t *testing.T) {
 // the denial can only come from the learned preference.
 func TestPreferenceLearnedFromDismissals(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, SentinelOptions(map[string]any{
+	e := newEnv(t, midday.SentinelOptions(map[string]any{
 		"sentinel.policy.hour_quota":       3,
 		"sentinel.policy.session_cooldown": "0s",
 		"sentinel.policy.learned_dnd":      false,

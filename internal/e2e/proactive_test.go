@@ -44,7 +44,7 @@ func (e *Env) sentinelStatus() sentinelStatus {
 // once, and rides the next reply as exactly one copy.
 func TestInjectQueuedOnceRidesOneReply(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, SentinelOptions(nil))
+	e := newEnv(t, midday.SentinelOptions(nil))
 	const msg = "Don't forget the tax return is due Friday."
 	e.PlanSequence(inject(msg))
 	e.MustRun("chat", "-m", "hello")
@@ -80,7 +80,7 @@ func TestInjectQueuedOnceRidesOneReply(t *testing.T) {
 // session cooldown is what the scenario needs, so that layer is off.
 func TestInjectHeldBackByDismissalBeforeReply(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, SentinelOptions(map[string]any{"sentinel.policy.session_cooldown": "0s"}))
+	e := newEnv(t, midday.SentinelOptions(map[string]any{"sentinel.policy.session_cooldown": "0s"}))
 	const msg = "Your passport renewal form is still open."
 	e.PlanSequence(Decision(nudge("Stretch your legs.", nil)), inject(msg))
 	e.MustRun("chat", "-m", "hello")
@@ -106,7 +106,7 @@ func TestInjectHeldBackByDismissalBeforeReply(t *testing.T) {
 // fire records the session it reached.
 func TestSessionCooldownAfterTargetResolution(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, SentinelOptions(nil))
+	e := newEnv(t, midday.SentinelOptions(nil))
 	e.PlanSequence(Decision(nudge("Stretch your legs.", nil)), Decision(nudge("Drink some water.", nil)))
 	e.MustRun("chat", "-m", "hello")
 	first := e.Tick()
@@ -133,9 +133,8 @@ var slotRe = regexp.MustCompile(`\[(deadline-[^\]]+)\]`)
 // outage the deadline fallback does not send it again.
 func TestDeadlineSlotNotResentByOutageFallback(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, SentinelOptions(nil))
-	_, loc := Midday()
-	due := time.Now().In(loc).Add(90 * time.Minute)
+	e := newEnv(t, midday.SentinelOptions(nil))
+	due := time.Now().In(midday.Loc).Add(90 * time.Minute)
 	e.WriteFile("workspace/MEMORY.md", fmt.Sprintf("# Memory\n\n- %s submit the tax return\n", due.Format("2006-01-02 15:04")))
 	var slot string
 	e.Model.On(IsPlanner(), func(r fakeopenai.Request) fakeopenai.Reply {
@@ -167,7 +166,7 @@ func TestDeadlineSlotNotResentByOutageFallback(t *testing.T) {
 // lowered to low / 0, and still goes through every policy layer.
 func TestPlannerKeepsMalformedPriorityAndScore(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, SentinelOptions(nil))
+	e := newEnv(t, midday.SentinelOptions(nil))
 	e.PlanSequence(fakeopenai.Call(PlannerTool, `{"action":"nudge","reason":"r","priority":"URGENT!!","proactivity_score":"very","nudge_message":"The library book is due tomorrow."}`))
 	e.MustRun("chat", "-m", "hello")
 	rec := e.Tick()
@@ -187,7 +186,7 @@ func TestPlannerKeepsMalformedPriorityAndScore(t *testing.T) {
 // max_completion_tokens.
 func TestPlannerRequestPinsNoReasoning(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, SentinelOptions(map[string]any{"sentinel.planner_model": "openai/gpt-5.1"}))
+	e := newEnv(t, midday.SentinelOptions(map[string]any{"sentinel.planner_model": "openai/gpt-5.1"}))
 	e.PlanSequence(Decision(map[string]any{"action": "skip", "reason": "quiet day", "proactivity_score": 0}))
 	e.Tick()
 	reqs := e.PlannerRequests()

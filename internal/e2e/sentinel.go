@@ -3,7 +3,6 @@ package e2e
 import (
 	"fmt"
 	"sync"
-	"time"
 
 	"github.com/raven-agent/raven/internal/llm/fakeopenai"
 )
@@ -23,35 +22,15 @@ func (e *Env) PlanAlways(args map[string]any) {
 	e.Model.On(IsPlanner(), fakeopenai.Always(Decision(args)))
 }
 
-// Midday is the zone whose local time is now about 13:00: every raven
-// command of a Sentinel test runs in it (TZ), so the default quiet hours
-// (23:00-07:00), the plan's day window (09:00-21:00) and the local date
-// are stable whatever the wall clock of the run, and no config key has to
-// move away from its default for it.
-func Midday() (tz string, loc *time.Location) {
-	off := 13 - time.Now().UTC().Hour() // -10..13, inside Etc's -12..14
-	// Etc/GMT signs are inverted: Etc/GMT-3 is UTC+3.
-	tz = fmt.Sprintf("Etc/GMT%+d", -off)
-	if off == 0 {
-		tz = "Etc/GMT"
-	}
-	loc, err := time.LoadLocation(tz)
-	if err != nil {
-		loc = time.FixedZone(tz, off*3600)
-	}
-	return tz, loc
-}
-
 // SentinelOptions are the Options of a Sentinel scenario: the Sentinel on
-// (sentinel.enabled=true, the one key the scenario needs), the commands in
-// the Midday zone, plus cfg.
-func SentinelOptions(cfg map[string]any) Options {
-	tz, _ := Midday()
+// (sentinel.enabled=true, the one key every such scenario needs), every
+// command in zone z, plus cfg.
+func (z Zone) SentinelOptions(cfg map[string]any) Options {
 	all := map[string]any{"sentinel.enabled": true}
 	for k, v := range cfg {
 		all[k] = v
 	}
-	return Options{Config: all, Env: []string{"TZ=" + tz}}
+	return Options{Config: all, Env: []string{"TZ=" + z.Path}}
 }
 
 // TickRecord is the JSON `raven sentinel tick --json` prints (a line of

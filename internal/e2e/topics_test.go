@@ -25,7 +25,7 @@ func (ev *Events) waitCronFired(id string, within time.Duration) {
 // nudge says "Reminder: stand-up in 5 minutes").
 func TestCronFireSuppressesSameTopicNudge(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, SentinelOptions(nil))
+	e := newEnv(t, midday.SentinelOptions(nil))
 	e.PlanSequence(Decision(map[string]any{"action": "skip", "reason": "start-up tick", "proactivity_score": 0}),
 		Decision(nudge("Reminder: stand-up in 5 minutes", nil)))
 	g := e.StartGateway()
