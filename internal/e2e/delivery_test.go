@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/raven-agent/raven/internal/llm/fakeopenai"
 	"github.com/raven-agent/raven/internal/outbox"
 )
 
@@ -135,6 +136,26 @@ func TestCronServeRefusesBesideGateway(t *testing.T) {
 	e.MustRun("cron", "list", "--json").JSON(t, &jobs)
 	if len(jobs) != 1 || !jobs[0].Enabled {
 		t.Fatalf("jobs after the refused serve: %+v", jobs)
+	}
+	g.Stop()
+}
+
+// §2.5 and §3: a heartbeat with a real task, run by the gateway with
+// nobody attached, keeps its result in the outbox instead of dropping it.
+func TestHeartbeatResultWaitsInOutbox(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, Options{})
+	e.WriteFile("workspace/HEARTBEAT.md", "# Heartbeat\n\n## Tasks\n\n- Every time: tell me whether the nightly build passed.\n")
+	e.Model.On(fakeopenai.Offers("heartbeat_decision"), fakeopenai.Always(fakeopenai.Call("heartbeat_decision",
+		map[string]any{"action": "run", "tasks": "Tell the owner whether the nightly build passed.", "reason": "due every time"})))
+	e.Model.On(fakeopenai.LastUserContains("nightly build"), fakeopenai.Always(fakeopenai.Text("The nightly build passed.")))
+	g := e.StartGateway()
+	ev := e.Subscribe()
+	e.MustRun("heartbeat", "trigger")
+	ev.WaitFor(15*time.Second, "outbox.queued", Kind("outbox.queued"))
+	in := e.inbox()
+	if in.Pending != 1 || in.Items[0].Origin != outbox.OriginHeartbeat || !strings.Contains(in.Items[0].Content, "The nightly build passed.") {
+		t.Fatalf("outbox after the heartbeat: %+v\n%s\n%s", in, e.Model, g.Log())
 	}
 	g.Stop()
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/raven-agent/raven/internal/llm/fakeopenai"
 )
@@ -204,5 +205,24 @@ func TestPlannerRequestPinsNoReasoning(t *testing.T) {
 		!strings.Contains(string(r.ToolChoice), PlannerTool) || len(r.Tools) != 1 {
 		t.Fatalf("planner request: model %q reasoning_effort %v max_completion_tokens %v max_tokens %d temperature %v tool_choice %s tools %v",
 			r.Model, effort, mct, r.MaxTokens, r.Temperature, r.ToolChoice, r.ToolNames())
+	}
+}
+
+// §2.11: the planner's context cuts long owner messages on a character
+// boundary: a message of two-byte letters after one ASCII byte reaches the
+// model without a broken character (Go's encoder would send U+FFFD).
+func TestPlannerContextCutsOnCharacterBoundary(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, midday.SentinelOptions(nil))
+	e.PlanSequence(Decision(map[string]any{"action": "skip", "reason": "quiet", "proactivity_score": 0}))
+	e.MustRun("chat", "-m", "x"+strings.Repeat("ё", 400))
+	e.Tick()
+	reqs := e.PlannerRequests()
+	if len(reqs) != 1 {
+		t.Fatalf("%s", e.Model)
+	}
+	ctx := reqs[0].LastUser()
+	if !strings.Contains(ctx, "owner: xёё") || strings.ContainsRune(ctx, '\uFFFD') || !utf8.ValidString(ctx) {
+		t.Fatalf("planner context around the owner's message:\n%s", ctx)
 	}
 }
