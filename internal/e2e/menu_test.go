@@ -95,7 +95,7 @@ func TestDeniedPickSaysWhyAndCanBeRetried(t *testing.T) {
 // tool option, and picking it runs the tool (read_file here) through the
 // policy, its output the reply, without a model call.
 func TestDiscoveryToolOptionRunsAgentTool(t *testing.T) {
-	t.Skip("blocked on h/wire: the runtime passes no ToolRunner to the action executor, and discovery drops kind=tool options")
+	t.Skip("blocked on h/wire: the runtime passes no ToolRunner to the action executor")
 	t.Parallel()
 	e := newEnv(t, midday.SentinelOptions(nil))
 	e.offerMenu(replyOption, toolOption)

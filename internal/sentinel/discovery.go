@@ -43,7 +43,7 @@ func (t *TaskDiscoverer) Discover(ctx context.Context, pc PlannerContext) execut
 	resp, err := t.Provider.Chat(ctx, llm.Request{
 		Model: t.Model,
 		Messages: []llm.Message{
-			{Role: llm.RoleSystem, Content: fmt.Sprintf("You are Raven's task discoverer. From the owner's memory and recent history, propose at most %d concrete things Raven could do for them today. Each option is a reply (a short piece of information to send) or a spawn (a self-contained background task). Propose nothing rather than filler.", maxOpt)},
+			{Role: llm.RoleSystem, Content: fmt.Sprintf("You are Raven's task discoverer. From the owner's memory and recent history, propose at most %d concrete things Raven could do for them today. Each option is a reply (a short piece of information to send), a spawn (a self-contained background task) or a tool (one of Raven's own tools, e.g. read_file, named with its JSON arguments; the owner's pick runs it as is). Propose nothing rather than filler.", maxOpt)},
 			{Role: llm.RoleUser, Content: RenderContext(pc)},
 		},
 		Tools: []llm.Tool{{Name: discoveryTool, Description: "Propose today's task menu.", Parameters: map[string]any{
@@ -54,8 +54,10 @@ func (t *TaskDiscoverer) Discover(ctx context.Context, pc PlannerContext) execut
 					"type": "object",
 					"properties": map[string]any{
 						"title": map[string]any{"type": "string"}, "reason": map[string]any{"type": "string"},
-						"kind":  map[string]any{"type": "string", "enum": []any{"reply", "spawn"}},
+						"kind":  map[string]any{"type": "string", "enum": []any{"reply", "spawn", "tool"}},
 						"reply": map[string]any{"type": "string"}, "task": map[string]any{"type": "string"},
+						"tool":  map[string]any{"type": "string", "description": "for kind tool: the tool's name"},
+						"args":  map[string]any{"type": "object", "description": "for kind tool: the tool's arguments"},
 					},
 					"required": []any{"title", "kind"},
 				}},
@@ -84,7 +86,7 @@ func (t *TaskDiscoverer) Discover(ctx context.Context, pc PlannerContext) execut
 	var opts []executor.Option
 	for _, o := range args.Options {
 		o.Title = strings.TrimSpace(o.Title)
-		if o.Title == "" || (o.Kind != executor.KindReply && o.Kind != executor.KindSpawn) {
+		if o.Title == "" || !usableOption(&o) {
 			continue
 		}
 		opts = append(opts, o)
@@ -120,4 +122,27 @@ func (t *TaskDiscoverer) Discover(ctx context.Context, pc PlannerContext) execut
 		}
 	}
 	return res
+}
+
+// usableOption reports whether o is an option the action executor can
+// run. A tool option needs a tool name and, when it has arguments, a JSON
+// object of them; the tool registry validates them against the tool's
+// schema when the owner picks it.
+func usableOption(o *executor.Option) bool {
+	switch o.Kind {
+	case executor.KindReply, executor.KindSpawn:
+		return true
+	case executor.KindTool:
+		o.Tool = strings.TrimSpace(o.Tool)
+		if o.Tool == "" {
+			return false
+		}
+		if len(o.Args) == 0 || string(o.Args) == "null" {
+			o.Args = nil
+			return true
+		}
+		var args map[string]any
+		return json.Unmarshal(o.Args, &args) == nil
+	}
+	return false
 }
