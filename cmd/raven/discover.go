@@ -69,7 +69,13 @@ func newSentinelDiscoverCmd(g *globals) *cobra.Command {
 				fmt.Fprintf(out, "discovery requested (%s); the running gateway (pid %s) runs it within seconds and offers the menu on its channels\n", t.ID, pid)
 				return nil
 			}
-			sys, _, done, err := sentinelEnv(cmd.Context(), g, out)
+			// With --json stdout is the result alone: the menu this
+			// terminal receives goes to stderr.
+			surface := out
+			if asJSON || g.json {
+				surface = cmd.ErrOrStderr()
+			}
+			sys, _, done, err := sentinelEnv(cmd.Context(), g, surface)
 			if err != nil {
 				return err
 			}

@@ -62,7 +62,13 @@ func newSentinelTickCmd(g *globals) *cobra.Command {
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			out := cmd.OutOrStdout()
-			sys, _, done, err := sentinelEnv(cmd.Context(), g, out)
+			// With --json stdout is the record alone: the nudge this
+			// terminal receives goes to stderr.
+			surface := out
+			if asJSON {
+				surface = cmd.ErrOrStderr()
+			}
+			sys, _, done, err := sentinelEnv(cmd.Context(), g, surface)
 			if err != nil {
 				return err
 			}

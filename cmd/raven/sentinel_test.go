@@ -26,8 +26,9 @@ func TestSentinelAndNudgesCLI(t *testing.T) {
 		}
 		return p
 	}
-	// No quiet hours, and no daily discovery menu (its hour would take the
-	// script's one planner turn), so the test passes at any time of day.
+	// No quiet hours, so the test passes at any time of day.
+	// The daily discovery run is off: after its hour it would take the
+	// planner's one scripted turn.
 	cfg := `{"sentinel":{"discovery":false,"policy":{"quiet_hours":{"start":"00:00","end":"00:00"}}}}`
 	if err := os.WriteFile(filepath.Join(dir, "config.json"), []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
@@ -37,20 +38,20 @@ func TestSentinelAndNudgesCLI(t *testing.T) {
 	// target resolver sends it to the surface that can take it — this
 	// terminal, attached as cli:direct — printed with the proactive marker
 	// and charged once, where it was shown.
-	out, err := runRaven(t, "", "--data-dir", dir, "--model", "scripted:"+planner("tg.json", "telegram:42"), "sentinel", "tick", "--json")
+	// With --json stdout is the record alone (pipeable to jq); the
+	// terminal's copy of the nudge goes to stderr.
+	out, errOut, err := runRavenIO(t, "", "--data-dir", dir, "--model", "scripted:"+planner("tg.json", "telegram:42"), "sentinel", "tick", "--json")
 	if err != nil {
-		t.Fatal(err, out)
+		t.Fatal(err, out, errOut)
 	}
-	if strings.Contains(out, "→ [telegram:42]") {
-		t.Fatalf("phantom telegram delivery printed:\n%s", out)
+	if strings.Contains(out+errOut, "→ [telegram:42]") {
+		t.Fatalf("phantom telegram delivery printed:\n%s%s", out, errOut)
 	}
-	// The post to the terminal precedes the JSON record.
-	i := strings.Index(out, "{")
-	if !strings.Contains(out[:max(i, 0)], channels.ProactiveMarker+"The tax return is due Friday.") {
-		t.Fatalf("nudge not printed: %s", out)
+	if !strings.Contains(errOut, channels.ProactiveMarker+"The tax return is due Friday.") {
+		t.Fatalf("nudge not printed on stderr: %s", errOut)
 	}
 	var rec sentinel.TickRecord
-	if err := json.Unmarshal([]byte(out[i:]), &rec); err != nil || !rec.Delivered || rec.NudgeID == "" {
+	if err := json.Unmarshal([]byte(out), &rec); err != nil || !rec.Delivered || rec.NudgeID == "" {
 		t.Fatalf("tick = %s (%v)", out, err)
 	}
 

@@ -11,6 +11,9 @@ import (
 // bin is the raven binary TestMain built for this run.
 var bin Binary
 
+// midday is this run's zone (see Zone): local 13:10 when the run started.
+var midday Zone
+
 func TestMain(m *testing.M) {
 	os.Exit(run(m))
 }
@@ -25,6 +28,10 @@ func run(m *testing.M) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	if bin, err = Build(ctx, dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if midday, err = WriteMiddayZone(dir, time.Now()); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
