@@ -19,7 +19,7 @@ import (
 // multi-process claims are internal/cron/proc_test.go's; this is the
 // cross-command mix.
 func TestConcurrentProcesses(t *testing.T) {
-	m := iters(20, 100)
+	m := iters(25, 150)
 	dir := filepath.Join(t.TempDir(), "d")
 	model := newDataDir(t, dir)
 	nudge := firstNudge(t, dir, model)
