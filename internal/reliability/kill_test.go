@@ -104,6 +104,9 @@ func TestKill9Loops(t *testing.T) {
 			fail := func(i int, err error) {
 				failures++
 				t.Errorf("iteration %d: %v", i, err)
+				if failures >= 5 {
+					t.Fatalf("%s: stopping after %d failures", k.name, failures)
+				}
 			}
 			for i := 0; i < n; i++ {
 				cmd := exec.Command(ravenBin, append([]string{"--data-dir", dir}, k.args(i, nudge)...)...)
