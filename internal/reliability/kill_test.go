@@ -20,14 +20,14 @@ import (
 type writerKind struct {
 	name string
 	file string // relative to the data dir
-	args func(i int, nudge string) []string
+	args func(i int, nudge, model string) []string
 	ack  func(t *testing.T, dir string, acked []int, nudge string) error
 }
 
 func kinds() []writerKind {
 	return []writerKind{
 		{"cron-jobs", "cron/jobs.json",
-			func(i int, _ string) []string {
+			func(i int, _, _ string) []string {
 				return []string{"cron", "add", "--name", fmt.Sprintf("k%d", i), "--message", "m", "--every", "1h"}
 			},
 			func(t *testing.T, dir string, acked []int, _ string) error {
@@ -38,7 +38,7 @@ func kinds() []writerKind {
 				return allNamed(r.out, acked, "k%d ")
 			}},
 		{"preferences", "sentinel/preferences.json",
-			func(i int, _ string) []string {
+			func(i int, _, _ string) []string {
 				return []string{"sentinel", "prefs", "set", "muted_topics", fmt.Sprintf("topic-%d", i)}
 			},
 			func(t *testing.T, dir string, acked []int, _ string) error {
@@ -49,7 +49,7 @@ func kinds() []writerKind {
 				return allNamed(string(b), acked, `"topic-%d"`)
 			}},
 		{"feedback-jsonl+state", "sentinel/feedback.jsonl",
-			func(i int, nudge string) []string {
+			func(i int, nudge, _ string) []string {
 				return []string{"nudges", "feedback", nudge, "neutral", "--reason", fmt.Sprintf("r-%d-end", i)}
 			},
 			func(t *testing.T, dir string, acked []int, _ string) error {
@@ -59,8 +59,24 @@ func kinds() []writerKind {
 				}
 				return allNamed(strings.Join(recs, "\n"), acked, `r-%d-end"`)
 			}},
+		{"sentinel-tick", "sentinel/state.json",
+			func(i int, _, model string) []string {
+				return []string{"--model", model, "sentinel", "tick", "--json"}
+			},
+			func(t *testing.T, dir string, acked []int, _ string) error {
+				// Every tick that returned appended its record; quotas may
+				// turn later ticks into skips, which are records too.
+				recs, _, err := jsonlCheck(filepath.Join(dir, "sentinel", "ticks.jsonl"))
+				if err != nil {
+					return err
+				}
+				if len(recs) < len(acked) {
+					return fmt.Errorf("ticks.jsonl has %d records, %d ticks acknowledged", len(recs), len(acked))
+				}
+				return nil
+			}},
 		{"raven-db", "raven.db",
-			func(i int, _ string) []string {
+			func(i int, _, _ string) []string {
 				return []string{"auth", "create", "--role", "device", "--name", fmt.Sprintf("dev-%d", i)}
 			},
 			func(t *testing.T, dir string, acked []int, _ string) error {
@@ -96,7 +112,7 @@ func TestKill9Loops(t *testing.T) {
 			// Calibrate: the kill lands uniformly over [0.3, 1.2) of a clean run,
 			// past most of the start-up and across the write.
 			start := time.Now()
-			must(t, raven(t, dir, k.args(-1, nudge)...), "calibrate")
+			must(t, raven(t, dir, k.args(-1, nudge, model)...), "calibrate")
 			d := time.Since(start)
 			var acked []int
 			killed, failures, tornSeen := 0, 0, 0
@@ -109,7 +125,7 @@ func TestKill9Loops(t *testing.T) {
 				}
 			}
 			for i := 0; i < n; i++ {
-				cmd := exec.Command(ravenBin, append([]string{"--data-dir", dir}, k.args(i, nudge)...)...)
+				cmd := exec.Command(ravenBin, append([]string{"--data-dir", dir}, k.args(i, nudge, model)...)...)
 				cmd.Env = baseEnv()
 				var out bytes.Buffer
 				cmd.Stdout, cmd.Stderr = &out, &out
