@@ -102,6 +102,50 @@ func TestFullDisk(t *testing.T) {
 	}
 	failures += checkAcked(t, dir, acked)
 
+	// The feedback log itself on a full disk: leave a page more free each
+	// time the database's open is what the disk refuses, until the open fits
+	// and the append is what runs out of room — cut short at a page's end.
+	filler := filepath.Join(mnt, "filler")
+	jsonlHit, stateHit := false, false
+	for i, room := 2000, int64(0); i < 2400 && !jsonlHit; i++ {
+		fill(t, filler)
+		st, err := os.Stat(filler)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Truncate(filler, max(st.Size()-room, 0)); err != nil {
+			t.Fatal(err)
+		}
+		r := raven(t, dir, "nudges", "feedback", nudge, "neutral", "--reason", fmt.Sprintf("fdr-%d-%s-end", i, strings.Repeat("x", 200)))
+		msg := r.out + r.errOut
+		switch {
+		case r.code == 0:
+			acked["feedback"] = append(acked["feedback"], i)
+		case strings.Contains(msg, "feedback.jsonl"):
+			jsonlHit = true
+			enospc++
+			t.Logf("feedback append on a full disk: %s", strings.TrimSpace(msg))
+			if !strings.Contains(strings.ToLower(msg), "no space") {
+				failures++
+				t.Errorf("feedback append on a full disk: want the cause in %s", msg)
+			}
+		case strings.Contains(msg, "state.json"):
+			// Logged, but the policy state's rewrite found no room: said
+			// so, and the same room again fills the log's last page.
+			if !stateHit {
+				t.Logf("feedback's state.json on a full disk: %s", strings.TrimSpace(msg))
+			}
+			stateHit = true
+		default:
+			room += 4096
+		}
+	}
+	if !jsonlHit {
+		failures++
+		t.Errorf("the feedback append never met the full disk")
+	}
+	failures += checkAcked(t, dir, acked)
+
 	if err := os.Remove(filepath.Join(mnt, "filler")); err != nil {
 		t.Fatal(err)
 	}
@@ -120,13 +164,16 @@ func TestFullDisk(t *testing.T) {
 		failures++
 		t.Error(err)
 	}
+	if stateHit {
+		enospc++
+	}
 	counts(t, "fulldisk/tmpfs", "enospc_hits", enospc, "torn_lines", torn, "failures", failures)
 }
 
-// fill writes path until the file system says ENOSPC.
+// fill appends to path until the file system says ENOSPC.
 func fill(t *testing.T, path string) {
 	t.Helper()
-	f, err := os.Create(path)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		t.Fatal(err)
 	}
