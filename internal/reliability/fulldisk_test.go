@@ -24,9 +24,11 @@ type diskWriter struct {
 	args  func(i int, nudge string) []string
 }
 
+// namesOne reports whether msg names one of files itself ("/jobs.json:"),
+// not only the temp file of its rewrite (".jobs.json.tmp-…").
 func namesOne(msg string, files []string) bool {
 	for _, f := range files {
-		if strings.Contains(msg, f) {
+		if strings.Contains(msg, "/"+f+":") {
 			return true
 		}
 	}
@@ -132,6 +134,10 @@ func TestFullDisk(t *testing.T) {
 		case strings.Contains(msg, "state.json"):
 			// Logged, but the policy state's rewrite found no room: said
 			// so, and the same room again fills the log's last page.
+			if !namesOne(msg, []string{"state.json"}) {
+				failures++
+				t.Errorf("state.json on a full disk: want an error naming it:\n%s", msg)
+			}
 			if !stateHit {
 				t.Logf("feedback's state.json on a full disk: %s", strings.TrimSpace(msg))
 			}
@@ -269,7 +275,7 @@ func TestShortWriteRlimit(t *testing.T) {
 				continue
 			}
 			hits++
-			if !strings.Contains(string(out), w.files[0]) || !strings.Contains(strings.ToLower(string(out)), "too large") && !strings.Contains(string(out), "short write") {
+			if !namesOne(string(out), w.files[:1]) || !strings.Contains(strings.ToLower(string(out)), "too large") && !strings.Contains(string(out), "short write") {
 				failures++
 				t.Errorf("%s past the file size limit: %v, want an error naming %s and the cause:\n%s", w.name, err, w.files[0], out)
 			}
