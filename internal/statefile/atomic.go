@@ -40,7 +40,7 @@ func writeAtomic(path string, data []byte, perm os.FileMode) error {
 	if _, err := tmp.Write(data); err != nil {
 		tmp.Close()
 		os.Remove(tmp.Name())
-		return fmt.Errorf("statefile: write %s: %w", tmp.Name(), err)
+		return fmt.Errorf("statefile: write %s: %w", path, err) // err names the temp file
 	}
 	if err := CommitTemp(tmp, path, perm); err != nil {
 		os.Remove(tmp.Name())
