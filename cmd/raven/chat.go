@@ -164,11 +164,30 @@ func oneShot(ctx context.Context, rt *runtime.Runtime, conv, message string, cmd
 		return res.Err
 	}
 	fmt.Fprintln(cmd.OutOrStdout(), res.Reply)
+	waitBackground(ctx, rt, cmd.ErrOrStderr())
 	if rt.Provider() == nil {
 		// The reply explained how to set one; the one-shot still failed.
 		return errChatNoModel
 	}
 	return nil
+}
+
+// waitBackground keeps a one-shot chat attached while work its turn started
+// in the background (a picked menu's micro-agent, a spawn) is running, so
+// the result it promised reaches this terminal instead of being cancelled
+// by the exit. Ctrl-C stops the wait (and the work, with the process).
+func waitBackground(ctx context.Context, rt *runtime.Runtime, stderr io.Writer) {
+	n := rt.Subagents().Running()
+	if n == 0 {
+		return
+	}
+	fmt.Fprintf(stderr, "waiting for %d background task(s) to report here (Ctrl-C stops them)\n", n)
+	done := make(chan struct{})
+	go func() { rt.Subagents().Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
 }
 
 // errChatCancelled ends a one-shot chat the owner interrupted.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 
 	"github.com/raven-agent/raven/internal/spine"
 	"github.com/raven-agent/raven/internal/tools"
@@ -23,7 +24,8 @@ type SubagentManager struct {
 	// scheduler's RequestWakeNow).
 	OnDone func(id string)
 
-	wg sync.WaitGroup
+	wg      sync.WaitGroup
+	running atomic.Int64
 }
 
 // NewSubagentManager returns a manager whose subagents live at most as long
@@ -96,8 +98,10 @@ func (m *SubagentManager) start(ctx context.Context, task string, finish func(id
 		return "", fmt.Errorf("agent: spawn subagent: %w", err)
 	}
 	m.wg.Add(1)
+	m.running.Add(1)
 	go func() {
 		defer m.wg.Done()
+		defer m.running.Add(-1)
 		res, err := tk.Wait(m.ctx)
 		if err != nil {
 			select {
@@ -122,6 +126,9 @@ func (m *SubagentManager) start(ctx context.Context, task string, finish func(id
 	}()
 	return id, nil
 }
+
+// Running is how many started subagents have not yet delivered or given up.
+func (m *SubagentManager) Running() int { return int(m.running.Load()) }
 
 // Wait blocks until every started subagent has delivered or given up.
 func (m *SubagentManager) Wait() { m.wg.Wait() }

@@ -149,3 +149,21 @@ func TestSpawnDigestTrackedAndInNextTurn(t *testing.T) {
 	}
 	e.MustRun("nudges", "feedback", id, "accepted")
 }
+
+// A spawn picked with one-shot `chat -m 2` reports in that terminal: the
+// command waits for the micro-agent it started instead of cancelling it
+// on exit, and nothing is left in the outbox.
+func TestOneShotPickWaitsForItsSpawn(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, midday.SentinelOptions(nil))
+	const digest = "Digest: the nightly build passed."
+	e.Model.On(fakeopenai.LastUserContains("nightly build passed and report"), fakeopenai.Always(fakeopenai.Text(digest)))
+	e.offerMenu(replyOption, spawnOption)
+	r := e.MustRun("chat", "-m", "2")
+	if !strings.Contains(r.Stdout, digest) || !strings.Contains(r.Stderr, "background task") {
+		t.Fatalf("the picked spawn's digest did not reach the one-shot terminal:\n%s", r)
+	}
+	if out := e.MustRun("inbox", "--json"); strings.Contains(out.Stdout, "couldn't finish") || strings.Contains(out.Stdout, digest) {
+		t.Fatalf("the spawn's result went to the outbox instead:\n%s", out)
+	}
+}
