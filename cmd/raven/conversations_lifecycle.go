@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -31,7 +30,7 @@ func newConvListCmd(g *globals, cf *convFlags) *cobra.Command {
 					return nil
 				}
 				for _, c := range l.Conversations {
-					fmt.Fprintf(w, "%-24s %-6s %s\n", c.ID, c.Kind, conversationSummary(c))
+					fmt.Fprintf(w, "%-24s %-6s %s\n", c.ID, c.Kind, c.Summary())
 				}
 				return nil
 			})
@@ -39,29 +38,6 @@ func newConvListCmd(g *globals, cf *convFlags) *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print as JSON")
 	return cmd
-}
-
-// conversationSummary is the one-line state of a conversation.
-func conversationSummary(c questions.ConversationView) string {
-	var parts []string
-	if c.Workspace.Path != "" {
-		parts = append(parts, c.Workspace.Path)
-	}
-	if c.CanHoldQuestion {
-		parts = append(parts, "can hold a question")
-	} else {
-		parts = append(parts, "no questions ("+c.HoldReason+")")
-	}
-	if c.NativeOwner != "" {
-		parts = append(parts, "native seat "+c.NativeOwner)
-	}
-	if c.Controller != "" {
-		parts = append(parts, "controlled by "+c.Controller)
-	}
-	if c.PendingRequest != "" {
-		parts = append(parts, "pending "+c.PendingRequest)
-	}
-	return strings.Join(parts, " · ")
 }
 
 func printConversation(w io.Writer, c questions.ConversationView) {

@@ -31,6 +31,31 @@ type ConversationView struct {
 	PendingRequest  string `json:"pending_request,omitempty"`
 }
 
+// Summary is the one-line state of c for the CLI and the TUI: workspace,
+// whether it can hold a question (and why not), native seat, controller,
+// pending request.
+func (c ConversationView) Summary() string {
+	var parts []string
+	if c.Workspace.Path != "" {
+		parts = append(parts, c.Workspace.Path)
+	}
+	if c.CanHoldQuestion {
+		parts = append(parts, "can hold a question")
+	} else {
+		parts = append(parts, "no questions ("+c.HoldReason+")")
+	}
+	if c.NativeOwner != "" {
+		parts = append(parts, "native seat "+c.NativeOwner)
+	}
+	if c.Controller != "" {
+		parts = append(parts, "controlled by "+c.Controller)
+	}
+	if c.PendingRequest != "" {
+		parts = append(parts, "pending "+c.PendingRequest)
+	}
+	return strings.Join(parts, " · ")
+}
+
 // CanHoldQuestion reports whether the conversation's record allows a
 // question at all: an owner conversation, bound to a workspace and an owner
 // credential, with no native owner. The runtime offers the

@@ -52,7 +52,7 @@ func TestSpawnDigestGoesThroughDispatcher(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("digest %s: tracked for feedback %v, in %s's session %v", res.NudgeID, tracked, CLIConversation, inSession)
 		}
-		runtimeYield()
+		goruntime.Gosched()
 	}
 }
 
@@ -75,7 +75,3 @@ func digestRecorded(t *testing.T, rt *Runtime, now time.Time, nudgeID string) (t
 	}
 	return tracked, inSession
 }
-
-// runtimeYield lets the goroutine finishing a delivery run before the
-// next look.
-func runtimeYield() { goruntime.Gosched() }

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 
 	tea "charm.land/bubbletea/v2"
 
@@ -107,23 +106,5 @@ func describeConversation(c questions.ConversationView, current bool) string {
 	if current {
 		mark = "▸ "
 	}
-	parts := []string{mark + c.ID, string(c.Kind)}
-	if c.Workspace.Path != "" {
-		parts = append(parts, c.Workspace.Path)
-	}
-	if c.CanHoldQuestion {
-		parts = append(parts, "can hold a question")
-	} else {
-		parts = append(parts, "no questions ("+c.HoldReason+")")
-	}
-	if c.Controller != "" {
-		parts = append(parts, "controlled by "+c.Controller)
-	}
-	if c.NativeOwner != "" {
-		parts = append(parts, "native seat "+c.NativeOwner)
-	}
-	if c.PendingRequest != "" {
-		parts = append(parts, "question pending")
-	}
-	return strings.Join(parts, " · ")
+	return mark + c.ID + " · " + string(c.Kind) + " · " + c.Summary()
 }
