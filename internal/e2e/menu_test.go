@@ -152,15 +152,22 @@ func TestSpawnDigestTrackedAndInNextTurn(t *testing.T) {
 
 // A spawn picked with one-shot `chat -m 2` reports in that terminal: the
 // command waits for the micro-agent it started instead of cancelling it
-// on exit, and nothing is left in the outbox.
+// on exit, and nothing is left in the outbox. The micro-agent's answer is
+// held until the pick's reply is printed, so the command would have exited
+// without waiting.
 func TestOneShotPickWaitsForItsSpawn(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, midday.SentinelOptions(nil))
 	const digest = "Digest: the nightly build passed."
-	e.Model.On(fakeopenai.LastUserContains("nightly build passed and report"), fakeopenai.Always(fakeopenai.Text(digest)))
+	hold := make(chan struct{})
+	e.Model.On(fakeopenai.LastUserContains("nightly build passed and report"),
+		fakeopenai.Always(fakeopenai.Reply{Text: digest, Wait: hold}))
 	e.offerMenu(replyOption, spawnOption)
-	r := e.MustRun("chat", "-m", "2")
-	if !strings.Contains(r.Stdout, digest) || !strings.Contains(r.Stderr, "background task") {
+	p := e.Start("chat", "-m", "2")
+	p.WaitStderr(10*time.Second, "waiting for 1 background task")
+	close(hold)
+	r := p.Wait(10 * time.Second)
+	if r.Code != 0 || !strings.Contains(r.Stdout, digest) {
 		t.Fatalf("the picked spawn's digest did not reach the one-shot terminal:\n%s", r)
 	}
 	if out := e.MustRun("inbox", "--json"); strings.Contains(out.Stdout, "couldn't finish") || strings.Contains(out.Stdout, digest) {
