@@ -8,6 +8,7 @@ require (
 	github.com/chzyer/readline v1.5.1
 	github.com/go-telegram/bot v1.19.0
 	github.com/gofrs/flock v0.13.2
+	github.com/google/jsonschema-go v0.4.3
 	github.com/google/uuid v1.6.0
 	github.com/landlock-lsm/go-landlock v0.11.2
 	github.com/openai/openai-go/v3 v3.98.0
@@ -17,7 +18,11 @@ require (
 	modernc.org/sqlite v1.62.0
 )
 
-require kernel.org/pub/linux/libs/security/libcap/psx v1.2.78 // indirect
+require (
+	github.com/modelcontextprotocol/go-sdk v1.8.0 // indirect
+	golang.org/x/oauth2 v0.35.0 // indirect
+	kernel.org/pub/linux/libs/security/libcap/psx v1.2.78 // indirect
+)
 
 require (
 	github.com/aymanbagabas/go-udiff v0.3.1 // indirect
