@@ -14,11 +14,15 @@ import (
 type Registry struct {
 	mu    sync.RWMutex
 	tools map[string]Tool
+	// external names the tools that come from outside Raven (MCP servers):
+	// past a threshold they are reached through tool_search instead of
+	// being offered on every call.
+	external map[string]bool
 }
 
 // NewRegistry returns a registry holding ts.
 func NewRegistry(ts ...Tool) *Registry {
-	r := &Registry{tools: make(map[string]Tool)}
+	r := &Registry{tools: make(map[string]Tool), external: make(map[string]bool)}
 	for _, t := range ts {
 		r.Register(t)
 	}
@@ -32,12 +36,22 @@ func (r *Registry) Register(t Tool) {
 	r.tools[t.Name()] = t
 }
 
+// RegisterExternal adds or replaces t, a tool from outside Raven (an MCP
+// server's).
+func (r *Registry) RegisterExternal(t Tool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.tools[t.Name()] = t
+	r.external[t.Name()] = true
+}
+
 // Unregister removes the tool called name, if any: a live config reload
 // that turns a tool off.
 func (r *Registry) Unregister(name string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.tools, name)
+	delete(r.external, name)
 }
 
 // Get returns the tool called name.
