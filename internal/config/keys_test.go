@@ -42,6 +42,7 @@ var keyCases = map[string]keyCase{
 	"sentinel.planner_model":                    {good: "ollama/qwen2.5:7b", bad: "bogus/x"},
 	"sentinel.attention_sections":               {good: "Deadlines,Mine", bad: `[1]`},
 	"sentinel.interval":                         {bad: "10s"},
+	"sentinel.date_order":                       {good: "mdy", bad: "ymd"},
 	"sentinel.decision_confidence":              {good: "0.8", bad: "1.5"},
 	"sentinel.defer_max_wait":                   {good: "5h", bad: "1m"},
 	"sentinel.policy.quiet_hours.name":          {good: "night", free: true},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -48,7 +49,8 @@ func (r *Runtime) buildSentinel(_ context.Context, _ Options) error {
 				r.emit("policy.denied", rec.Target, map[string]any{"layer": rec.Layer, "reason": rec.VerdictReason, "action": rec.Action})
 			}
 		},
-		Clock: r.clk, Logger: r.log,
+		Getenv: os.Getenv,
+		Clock:  r.clk, Logger: r.log,
 	})
 	if err != nil {
 		return err

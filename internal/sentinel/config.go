@@ -7,6 +7,7 @@ import (
 	"github.com/raven-agent/raven/internal/configtype"
 	"github.com/raven-agent/raven/internal/sentinel/attention"
 	"github.com/raven-agent/raven/internal/sentinel/policy"
+	"github.com/raven-agent/raven/internal/sentinel/when"
 )
 
 // Config is the "sentinel" section of config.json: the proactive
@@ -43,6 +44,10 @@ type Config struct {
 	Attention       bool                `json:"attention"`
 	DeadlineHorizon configtype.Duration `json:"deadline_horizon"`
 	OpenLoopWindow  configtype.Duration `json:"open_loop_window"`
+	// DateOrder reads all-numeric dates like 12/11 in deadlines: "dmy",
+	// "mdy", or "auto" (default: from the locale, LC_ALL/LC_TIME/LANG;
+	// en_US is month first). 15/12 is unambiguous either way.
+	DateOrder string `json:"date_order"`
 	// BehaviorsLines folded events from behaviors.md (default 20), read
 	// from at most BehaviorsTailBytes (default 16384).
 	BehaviorsLines     int `json:"behaviors_lines"`
@@ -143,6 +148,7 @@ func DefaultConfig() Config {
 		Attention:          true,
 		DeadlineHorizon:    configtype.Duration(14 * 24 * time.Hour),
 		OpenLoopWindow:     configtype.Duration(72 * time.Hour),
+		DateOrder:          when.OrderAuto,
 		BehaviorsLines:     20,
 		BehaviorsTailBytes: 16 << 10,
 		Behaviors:          BehaviorsConfig{Idle: configtype.Duration(30 * time.Minute), Interval: configtype.Duration(6 * time.Hour), MaxMessages: 200},
@@ -180,6 +186,7 @@ func (s Config) Validate() error {
 		{"active_window", s.ActiveWindow > 0, "must be positive"},
 		{"deadline_horizon", s.DeadlineHorizon >= configtype.Duration(time.Hour), "must be at least 1h"},
 		{"open_loop_window", s.OpenLoopWindow >= configtype.Duration(time.Hour), "must be at least 1h"},
+		{"date_order", s.DateOrder == when.OrderAuto || s.DateOrder == when.OrderDMY || s.DateOrder == when.OrderMDY, `must be "auto", "dmy" or "mdy"`},
 		{"behaviors_lines", s.BehaviorsLines >= 0 && s.BehaviorsLines <= 500, "must be 0..500"},
 		{"behaviors_tail_bytes", s.BehaviorsTailBytes >= 0 && s.BehaviorsTailBytes <= 1<<20, "must be 0..1048576"},
 		{"behaviors.idle", s.Behaviors.Idle >= configtype.Duration(time.Minute), "must be at least 1m"},

@@ -13,6 +13,7 @@ import (
 	"github.com/raven-agent/raven/internal/sentinel/feedback"
 	"github.com/raven-agent/raven/internal/sentinel/policy"
 	"github.com/raven-agent/raven/internal/sentinel/predictor"
+	"github.com/raven-agent/raven/internal/sentinel/when"
 	"github.com/raven-agent/raven/internal/session"
 	"github.com/raven-agent/raven/internal/statefile"
 )
@@ -74,6 +75,10 @@ type SystemOptions struct {
 	// OnTick observes every tick's record (decision, route, verdict).
 	OnTick func(TickRecord)
 
+	// Getenv reads the owner's locale for sentinel.date_order "auto"
+	// (os.Getenv); nil reads numeric dates day first.
+	Getenv func(string) string
+
 	Clock  clock.Clock
 	Logger *slog.Logger
 }
@@ -107,8 +112,16 @@ type System struct {
 	Preferences *PreferenceLearner
 	Runner      *Runner
 
-	log         *slog.Logger
-	onDelivered executor.DeliveredFunc
+	log           *slog.Logger
+	onDelivered   executor.DeliveredFunc
+	deadlines     attention.Deadlines
+	deadlineInput func(context.Context) attention.Input
+}
+
+// Deadlines lists the deadlines as the attention file and the daily plan
+// see them now, each with what an informal date was resolved from.
+func (s *System) Deadlines(ctx context.Context) []attention.Item {
+	return s.deadlines.Items(s.deadlineInput(ctx))
 }
 
 // DefaultTargetWindow bounds how far back the default target is looked for.
@@ -181,19 +194,20 @@ func NewSystem(o SystemOptions) (*System, error) {
 		Sessions: attentionSessions(o.Sessions), SessionWindow: cfg.OpenLoopWindow.D(),
 		Location: cfg.Policy.Location, Clock: o.Clock, Logger: log,
 	}
-	deadlines := attention.Deadlines{Horizon: cfg.DeadlineHorizon.D()}
+	deadlines := attention.Deadlines{Horizon: cfg.DeadlineHorizon.D(), Dates: when.Resolver{Order: when.OrderFor(cfg.DateOrder, o.Getenv)}}
+	s.deadlines = deadlines
+	s.deadlineInput = attention.NewUpdater(attention.Options{
+		MemoryPath: ao.MemoryPath, HistoryPath: ao.HistoryPath, MemoryMaxBytes: ao.MemoryMaxBytes,
+		HistoryTailBytes: ao.HistoryTailBytes, Location: ao.Location, Clock: o.Clock, Logger: log,
+	}).Input
 	planSlots := o.PlanSlots
 	if planSlots == nil && cfg.Plan.Enabled {
 		var learn func(string) []predictor.Routine
 		if cfg.Routines.Enabled {
 			learn = routineLearner(o.Paths.History, cfg, o.Clock, log)
 		}
-		reader := attention.NewUpdater(attention.Options{
-			MemoryPath: ao.MemoryPath, HistoryPath: ao.HistoryPath, MemoryMaxBytes: ao.MemoryMaxBytes,
-			HistoryTailBytes: ao.HistoryTailBytes, Location: ao.Location, Clock: o.Clock, Logger: log,
-		})
 		s.Plan = NewDailyPlan(DailyPlanOptions{
-			Routines: learn, Deadlines: deadlines, Input: reader.Input,
+			Routines: learn, Deadlines: deadlines, Input: s.deadlineInput,
 			Location: cfg.Policy.Location, Clock: o.Clock, Logger: log,
 		})
 		planSlots = s.Plan.Slots
