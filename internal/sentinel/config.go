@@ -6,6 +6,7 @@ import (
 
 	"github.com/raven-agent/raven/internal/configtype"
 	"github.com/raven-agent/raven/internal/sentinel/attention"
+	"github.com/raven-agent/raven/internal/sentinel/calendar"
 	"github.com/raven-agent/raven/internal/sentinel/policy"
 	"github.com/raven-agent/raven/internal/sentinel/when"
 )
@@ -48,6 +49,9 @@ type Config struct {
 	// "mdy", or "auto" (default: from the locale, LC_ALL/LC_TIME/LANG;
 	// en_US is month first). 15/12 is unambiguous either way.
 	DateOrder string `json:"date_order"`
+	// Calendar feeds the planner context's calendar from local iCalendar
+	// files (off until calendar.path is set).
+	Calendar calendar.Config `json:"calendar"`
 	// BehaviorsLines folded events from behaviors.md (default 20), read
 	// from at most BehaviorsTailBytes (default 16384).
 	BehaviorsLines     int `json:"behaviors_lines"`
@@ -149,6 +153,7 @@ func DefaultConfig() Config {
 		DeadlineHorizon:    configtype.Duration(14 * 24 * time.Hour),
 		OpenLoopWindow:     configtype.Duration(72 * time.Hour),
 		DateOrder:          when.OrderAuto,
+		Calendar:           calendar.DefaultConfig(),
 		BehaviorsLines:     20,
 		BehaviorsTailBytes: 16 << 10,
 		Behaviors:          BehaviorsConfig{Idle: configtype.Duration(30 * time.Minute), Interval: configtype.Duration(6 * time.Hour), MaxMessages: 200},
@@ -212,6 +217,9 @@ func (s Config) Validate() error {
 		if !c.ok {
 			return configtype.Invalid(c.key, "%s", c.msg)
 		}
+	}
+	if err := s.Calendar.Validate(); err != nil {
+		return err
 	}
 	if err := windowDays("policy.quiet_hours.days", s.Policy.QuietHours); err != nil {
 		return err

@@ -9,6 +9,7 @@ import (
 	"github.com/raven-agent/raven/internal/clock"
 	"github.com/raven-agent/raven/internal/llm"
 	"github.com/raven-agent/raven/internal/sentinel/attention"
+	"github.com/raven-agent/raven/internal/sentinel/calendar"
 	"github.com/raven-agent/raven/internal/sentinel/executor"
 	"github.com/raven-agent/raven/internal/sentinel/feedback"
 	"github.com/raven-agent/raven/internal/sentinel/policy"
@@ -118,6 +119,26 @@ type System struct {
 	deadlineInput func(context.Context) attention.Input
 }
 
+// calendarSource is the caller's calendar function, else the iCalendar
+// files sentinel.calendar.path names, else none.
+func calendarSource(o SystemOptions, cfg Config, log *slog.Logger) func(time.Time) []CalendarEntry {
+	if o.Calendar != nil || cfg.Calendar.Path == "" {
+		return o.Calendar
+	}
+	src := calendar.New(cfg.Calendar, cfg.Policy.Location, log)
+	return func(now time.Time) []CalendarEntry {
+		evs, err := src.Events(now)
+		if err != nil {
+			log.Warn("sentinel: calendar partly unreadable", "path", cfg.Calendar.Path, "err", err)
+		}
+		out := make([]CalendarEntry, len(evs))
+		for i, e := range evs {
+			out[i] = CalendarEntry{Title: e.Title, Start: e.Start, End: e.End, Location: e.Location, AllDay: e.AllDay}
+		}
+		return out
+	}
+}
+
 // Deadlines lists the deadlines as the attention file and the daily plan
 // see them now, each with what an informal date was resolved from.
 func (s *System) Deadlines(ctx context.Context) []attention.Item {
@@ -185,7 +206,7 @@ func NewSystem(o SystemOptions) (*System, error) {
 		MemoryPath: o.Paths.Memory, HistoryPath: o.Paths.History, AttentionPath: o.Paths.Attention, BehaviorsPath: o.Paths.Behaviors,
 		MemoryMaxBytes: cfg.MemoryMaxBytes, HistoryTailBytes: cfg.HistoryTailBytes, AttentionSections: cfg.AttentionSections,
 		BehaviorsLines: cfg.BehaviorsLines, BehaviorsTailBytes: cfg.BehaviorsTailBytes, ActiveWindow: cfg.ActiveWindow.D(),
-		Sessions: ActiveSessions(o.Sessions), Routines: routines, Calendar: o.Calendar, Policy: pol, Clock: o.Clock, Logger: log,
+		Sessions: ActiveSessions(o.Sessions), Routines: routines, Calendar: calendarSource(o, cfg, log), Policy: pol, Clock: o.Clock, Logger: log,
 	})
 	var refreshers []func(context.Context)
 	ao := attention.Options{
