@@ -108,6 +108,9 @@ type System struct {
 	// Behaviors is nil unless sentinel.behaviors.enabled, a model and a
 	// message source are all present.
 	Behaviors *predictor.BehaviorsExtractor
+	// Routines keeps the learned routines (sentinel/routines.json); nil
+	// when sentinel.routines is off.
+	Routines *predictor.RoutineStore
 	// Preferences learns preferences.json entries from dismissals; it runs
 	// on every dismissal RecordVerdict records.
 	Preferences *PreferenceLearner
@@ -199,8 +202,13 @@ func NewSystem(o SystemOptions) (*System, error) {
 	s.Actions = executor.NewActionExecutor(executor.ActionExecutorOptions{Gate: pol, Injector: s.Injector, Spawn: s.Spawn, Tools: o.Tools, OnDelivered: delivered, Clock: o.Clock, Logger: log})
 	s.Consumer = executor.NewConsumer(executor.ConsumerOptions{Store: s.Pending, Router: s.Router, Executor: s.Actions, Confirm: cfg.DecisionConfirm, Logger: log})
 	routines := o.Routines
-	if routines == nil && cfg.Routines.Enabled {
-		routines = learnRoutines(o.Paths.History, cfg, o.Clock, log)
+	var learned *predictor.RoutineStore
+	if cfg.Routines.Enabled {
+		learned = routineStore(o.Paths, cfg, o.Clock, log)
+		s.Routines = learned
+	}
+	if routines == nil && learned != nil {
+		routines = func(string) []Routine { return toRoutines(learned.Routines()) }
 	}
 	s.Assembler = NewAssembler(AssemblerOptions{
 		MemoryPath: o.Paths.Memory, HistoryPath: o.Paths.History, AttentionPath: o.Paths.Attention, BehaviorsPath: o.Paths.Behaviors,
@@ -224,8 +232,8 @@ func NewSystem(o SystemOptions) (*System, error) {
 	planSlots := o.PlanSlots
 	if planSlots == nil && cfg.Plan.Enabled {
 		var learn func(string) []predictor.Routine
-		if cfg.Routines.Enabled {
-			learn = routineLearner(o.Paths.History, cfg, o.Clock, log)
+		if learned != nil {
+			learn = func(string) []predictor.Routine { return learned.Routines() }
 		}
 		s.Plan = NewDailyPlan(DailyPlanOptions{
 			Routines: learn, Deadlines: deadlines, Input: s.deadlineInput,
