@@ -46,6 +46,7 @@ var keyCases = map[string]keyCase{
 	"sentinel.calendar.path":                    {good: "/home/me/calendar.ics", bad: "calendar.ics"},
 	"sentinel.calendar.horizon":                 {good: "72h", bad: "10m"},
 	"sentinel.calendar.max":                     {good: "5", bad: "0"},
+	"sentinel.analysis.hour":                    {good: "7", bad: "24"},
 	"sentinel.decision_confidence":              {good: "0.8", bad: "1.5"},
 	"sentinel.defer_max_wait":                   {good: "5h", bad: "1m"},
 	"sentinel.policy.quiet_hours.name":          {good: "night", free: true},

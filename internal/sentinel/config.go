@@ -59,6 +59,9 @@ type Config struct {
 	// Behaviors is the idle-triggered LLM extractor that appends events to
 	// behaviors.md (default off).
 	Behaviors BehaviorsConfig `json:"behaviors"`
+	// Analysis is the daily analysis service: one model call a day whose
+	// result the Commitments and On their mind sections share (default off).
+	Analysis AnalysisConfig `json:"analysis"`
 	// Routines is the learner of recurring patterns in HISTORY.md shown to
 	// the planner (default on; pure algorithm, no model calls).
 	Routines RoutinesConfig `json:"routines"`
@@ -159,6 +162,7 @@ func DefaultConfig() Config {
 		Behaviors:          BehaviorsConfig{Idle: configtype.Duration(30 * time.Minute), Interval: configtype.Duration(6 * time.Hour), MaxMessages: 200},
 		Routines:           RoutinesConfig{Enabled: true, TailBytes: 256 << 10, MinWeeks: 3, MinDays: 5, Max: 5},
 		Plan:               PlanConfig{Enabled: true},
+		Analysis:           AnalysisConfig{Hour: 6},
 		InjectTTL:          configtype.Duration(6 * time.Hour),
 		InjectCap:          3,
 		DeferIdle:          configtype.Duration(10 * time.Minute),
@@ -200,6 +204,7 @@ func (s Config) Validate() error {
 		{"routines.tail_bytes", s.Routines.TailBytes >= 0 && s.Routines.TailBytes <= 4<<20, "must be 0..4194304"},
 		{"routines.min_weeks", s.Routines.MinWeeks >= 2 && s.Routines.MinWeeks <= 52, "must be 2..52"},
 		{"routines.min_days", s.Routines.MinDays >= 2 && s.Routines.MinDays <= 366, "must be 2..366"},
+		{"analysis.hour", s.Analysis.Hour >= 0 && s.Analysis.Hour <= 23, "must be 0..23"},
 		{"routines.max", s.Routines.Max >= 1 && s.Routines.Max <= 20, "must be 1..20"},
 		{"inject_ttl", s.InjectTTL >= configtype.Duration(time.Minute), "must be at least 1m"},
 		{"inject_cap", s.InjectCap >= 1 && s.InjectCap <= 100, "must be 1..100"},

@@ -108,6 +108,9 @@ type System struct {
 	// Behaviors is nil unless sentinel.behaviors.enabled, a model and a
 	// message source are all present.
 	Behaviors *predictor.BehaviorsExtractor
+	// Analysis is the daily analysis service; nil unless
+	// sentinel.analysis.enabled and a model is configured.
+	Analysis *predictor.DailyAnalysis
 	// Routines keeps the learned routines (sentinel/routines.json); nil
 	// when sentinel.routines is off.
 	Routines *predictor.RoutineStore
@@ -201,6 +204,13 @@ func NewSystem(o SystemOptions) (*System, error) {
 	s.Router = executor.NewRouter(executor.RouterOptions{Provider: o.Provider, Model: o.Model, MinConfidence: cfg.DecisionConfidence, Logger: log})
 	s.Actions = executor.NewActionExecutor(executor.ActionExecutorOptions{Gate: pol, Injector: s.Injector, Spawn: s.Spawn, Tools: o.Tools, OnDelivered: delivered, Clock: o.Clock, Logger: log})
 	s.Consumer = executor.NewConsumer(executor.ConsumerOptions{Store: s.Pending, Router: s.Router, Executor: s.Actions, Confirm: cfg.DecisionConfirm, Logger: log})
+	if s.Analysis, err = newAnalysis(o, store, o.Clock, log); err != nil {
+		return nil, err
+	}
+	sections := cfg.AttentionSections
+	if s.Analysis != nil && cfg.Attention {
+		sections = withAnalysisSections(sections)
+	}
 	routines := o.Routines
 	var learned *predictor.RoutineStore
 	if cfg.Routines.Enabled {
@@ -212,7 +222,7 @@ func NewSystem(o SystemOptions) (*System, error) {
 	}
 	s.Assembler = NewAssembler(AssemblerOptions{
 		MemoryPath: o.Paths.Memory, HistoryPath: o.Paths.History, AttentionPath: o.Paths.Attention, BehaviorsPath: o.Paths.Behaviors,
-		MemoryMaxBytes: cfg.MemoryMaxBytes, HistoryTailBytes: cfg.HistoryTailBytes, AttentionSections: cfg.AttentionSections,
+		MemoryMaxBytes: cfg.MemoryMaxBytes, HistoryTailBytes: cfg.HistoryTailBytes, AttentionSections: sections,
 		BehaviorsLines: cfg.BehaviorsLines, BehaviorsTailBytes: cfg.BehaviorsTailBytes, ActiveWindow: cfg.ActiveWindow.D(),
 		Sessions: ActiveSessions(o.Sessions), Routines: routines, Calendar: calendarSource(o, cfg, log), Policy: pol, Clock: o.Clock, Logger: log,
 	})
@@ -243,6 +253,9 @@ func NewSystem(o SystemOptions) (*System, error) {
 	}
 	if cfg.Attention {
 		ao.Producers = []attention.Producer{deadlines, attention.OpenLoops{Window: cfg.OpenLoopWindow.D()}}
+		if s.Analysis != nil {
+			ao.Producers = append(ao.Producers, analysisProducers(s.Analysis)...)
+		}
 		if s.Plan != nil {
 			// The same computation feeds the runner: the section is
 			// what the scheduled-fire path will do today.
