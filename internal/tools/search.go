@@ -322,14 +322,20 @@ func (ix *searchIndex) search(query string, limit int) []Found {
 }
 
 // tokens splits s into lower-case words at every non-letter-or-digit and
-// at camelCase boundaries: "github__createIssue" is github, create, issue.
+// at camelCase boundaries, a plural s folded: "github__createIssues" is
+// github, create, issue. The same folding on both sides is all the stemming
+// tool names need ("list_events" for "event").
 func tokens(s string) []string {
 	var out []string
 	start := -1
 	prev := rune(0)
 	flush := func(end int) {
 		if start >= 0 && end > start {
-			out = append(out, strings.ToLower(s[start:end]))
+			w := strings.ToLower(s[start:end])
+			if len(w) > 3 && w[len(w)-1] == 's' && w[len(w)-2] != 's' {
+				w = w[:len(w)-1]
+			}
+			out = append(out, w)
 		}
 		start = -1
 	}

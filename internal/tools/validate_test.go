@@ -12,13 +12,13 @@ import (
 
 // mapTool is a tool whose schema is a map, as an MCP server sends it.
 type mapTool struct {
-	name   string
-	params map[string]any
-	ran    int
+	name, desc string
+	params     map[string]any
+	ran        int
 }
 
 func (m *mapTool) Name() string               { return m.name }
-func (m *mapTool) Description() string        { return "a tool with a schema from elsewhere" }
+func (m *mapTool) Description() string        { return m.desc }
 func (m *mapTool) Parameters() map[string]any { return m.params }
 func (m *mapTool) Run(context.Context, json.RawMessage) (string, error) {
 	m.ran++
