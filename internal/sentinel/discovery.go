@@ -49,16 +49,19 @@ type ToolInfo struct {
 type ToolCatalog interface {
 	Defs() []llm.Tool
 	CheckArgs(name string, args json.RawMessage) error
+	IsExternal(name string) bool
 }
 
 // ToolInfosFrom lists the registry's tools for the discoverer, leaving out
 // the names in skip (tools that make no sense as a menu pick, such as
-// ask_user); each one's args are checked by the registry's own validation.
+// ask_user) and every external (MCP) tool: a pick is no consent to side
+// effects, and nothing says what a server's tool changes. Each one's args
+// are checked by the registry's own validation.
 func ToolInfosFrom(reg ToolCatalog, skip ...string) []ToolInfo {
 	defs := reg.Defs()
 	out := make([]ToolInfo, 0, len(defs))
 	for _, d := range defs {
-		if slices.Contains(skip, d.Name) {
+		if slices.Contains(skip, d.Name) || reg.IsExternal(d.Name) {
 			continue
 		}
 		name := d.Name

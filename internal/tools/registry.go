@@ -117,6 +117,13 @@ func (r *Registry) Unregister(name string) {
 	delete(r.schemas, name)
 }
 
+// IsExternal reports whether name was registered with RegisterExternal.
+func (r *Registry) IsExternal(name string) bool {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.external[name]
+}
+
 // Get returns the tool called name. tool_search is found even when it is
 // not offered, so a call to it always runs.
 func (r *Registry) Get(name string) (Tool, bool) {
