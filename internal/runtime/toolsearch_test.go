@@ -117,3 +117,32 @@ func TestToolSearchThroughBuild(t *testing.T) {
 		t.Fatalf("bad args to a hidden tool: %q", res.Content)
 	}
 }
+
+// tools.search_threshold is applied live: lowering it below the tool count
+// switches the next model step to tool_search.
+func TestReconfigureSearchThreshold(t *testing.T) {
+	a, _ := newApp(t, false, nil)
+	for i := range 3 {
+		a.Tools().RegisterExternal(&fakeMCPTool{name: fmt.Sprintf("srv__t%d", i), desc: "a chore"})
+	}
+	offersSearch := func() bool {
+		for _, d := range a.Tools().Offered(nil) {
+			if d.Name == tools.ToolSearchName {
+				return true
+			}
+		}
+		return false
+	}
+	if offersSearch() {
+		t.Fatal("tool_search offered under the default threshold")
+	}
+	next := a.Config()
+	next.Tools.SearchThreshold = 2
+	got, err := a.Reconfigure(next)
+	if err != nil || len(got.Applied) != 1 || got.Applied[0] != "tools.search_threshold" || len(got.RestartNeeded) != 0 {
+		t.Fatalf("Reconfigure = %+v, %v", got, err)
+	}
+	if !offersSearch() {
+		t.Fatal("lowered threshold not applied")
+	}
+}
