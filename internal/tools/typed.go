@@ -61,8 +61,9 @@ func New[A any](name, description string, run func(context.Context, A) (string, 
 	return &Typed[A]{name: name, description: description, params: params, resolved: resolved, run: run}, nil
 }
 
-// Must is New for tools declared at package level from literals, where a
-// failure is a bug caught by the first test that builds the tool.
+// Must is New for tools whose declaration is fixed in the source (every
+// built-in tool's constructor), where a failure is a bug caught by the
+// first test that builds the tool.
 func Must[A any](t *Typed[A], err error) *Typed[A] {
 	if err != nil {
 		panic(err)
