@@ -39,6 +39,7 @@ var keyCases = map[string]keyCase{
 	"tools.exec.unsandboxed":                    {good: "approve", bad: "yes"},
 	"tools.exec.approval_ttl":                   {good: "5m", bad: "1s"},
 	"tools.exec.env_allow":                      {good: "LANG,TZ", bad: "OPENAI_API_KEY"},
+	"tools.search_threshold":                    {good: "60", bad: "0"},
 	"sentinel.planner_model":                    {good: "ollama/qwen2.5:7b", bad: "bogus/x"},
 	"sentinel.attention_sections":               {good: "Deadlines,Mine", bad: `[1]`},
 	"sentinel.interval":                         {bad: "10s"},

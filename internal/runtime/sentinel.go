@@ -40,7 +40,7 @@ func (r *Runtime) buildSentinel(_ context.Context, _ Options) error {
 		// A menu shows "(runs NAME)", not the arguments, so picking it is no
 		// consent to side effects: only tools that read are offered.
 		ToolNames: func() []sentinel.ToolInfo {
-			return sentinel.ToolInfosFrom(r.toolReg.Defs(), menuToolsExcluded()...)
+			return sentinel.ToolInfosFrom(r.toolReg, menuToolsExcluded()...)
 		},
 		OnDelivered: r.rememberNudge,
 		OnTick: func(rec sentinel.TickRecord) {
