@@ -150,8 +150,10 @@ func (c Config) Validate() error {
 		return configtype.Invalid("fetch.max_chars", "must be at least 256")
 	case f.Timeout.D() < time.Second || f.Timeout.D() > 10*time.Minute:
 		return configtype.Invalid("fetch.timeout", "must be between 1s and 10m")
-	case f.MaxRedirects < 0 || f.MaxRedirects > 20:
-		return configtype.Invalid("fetch.max_redirects", "must be 0..20")
+	case f.MaxRedirects < 1 || f.MaxRedirects > 20:
+		// 0 would read as "unset" and become the default, so it is refused
+		// rather than silently meaning 5.
+		return configtype.Invalid("fetch.max_redirects", "must be 1..20")
 	case f.UserAgent == "" || !configtype.OneLine(f.UserAgent):
 		return configtype.Invalid("fetch.user_agent", "must be one non-empty line")
 	}

@@ -45,6 +45,10 @@ type FetchResult struct {
 	TextTruncated bool
 	// Readable is false for an HTML page readability found no article in.
 	Readable bool
+	// MaxChars is the bound the text was cut to; Ceiling the configured
+	// one (tools.web.fetch.max_chars) no call can exceed.
+	MaxChars, Ceiling int
+	kind              string
 }
 
 // Fetcher fetches pages for web_fetch through the address guard.
@@ -184,8 +188,9 @@ func (f *Fetcher) Fetch(ctx context.Context, rawURL string, maxChars int) (Fetch
 	if err != nil {
 		return res, fmt.Errorf("%w: %q from %s", ErrUnsupportedType, ct, res.URL)
 	}
-	res.ContentType = mt
+	res.ContentType, res.MaxChars, res.Ceiling = mt, maxChars, f.cfg.MaxChars
 	kind := kindOf(mt)
+	res.kind = kind
 	if kind == "" {
 		return res, fmt.Errorf("%w: %s is %s; web_fetch reads HTML, plain text and JSON only", ErrUnsupportedType, res.URL, mt)
 	}
@@ -284,10 +289,13 @@ func (r FetchResult) render(id string) string {
 	if r.BodyTruncated {
 		fmt.Fprintf(&b, "Note: the page is larger than the %d bytes read (tools.web.fetch.max_bytes); what follows is its beginning.\n", r.Bytes)
 	}
-	if r.TextTruncated {
-		fmt.Fprintf(&b, "Note: the text was cut to %d characters; call again with a larger max_chars for more.\n", utf8.RuneCountInString(r.Text))
+	switch {
+	case r.TextTruncated && r.MaxChars < r.Ceiling:
+		fmt.Fprintf(&b, "Note: the text was cut to %d characters; call again with a larger max_chars (up to %d) for more.\n", r.MaxChars, r.Ceiling)
+	case r.TextTruncated:
+		fmt.Fprintf(&b, "Note: the text was cut to %d characters, the most web_fetch returns (tools.web.fetch.max_chars).\n", r.MaxChars)
 	}
-	if r.ContentType == "text/html" && !r.Readable {
+	if r.kind == kindHTML && !r.Readable {
 		b.WriteString("Note: no article found; this is the whole page converted.\n")
 	}
 	b.WriteString(Untrusted(r.URL, r.Text, id))

@@ -29,6 +29,7 @@ type Options struct {
 type Web struct {
 	cfg     Config
 	fetch   *Fetcher
+	search  *http.Client
 	backend Backend // nil: search not configured
 	// notSet says why search is unavailable, for the model to relay.
 	notSet error
@@ -61,6 +62,7 @@ func New(cfg Config, o Options) (*Web, error) {
 		key = firstNonEmpty(o.Getenv(EnvTavilyAPIKey), key)
 	}
 	client := &http.Client{Timeout: cfg.Search.Timeout.D(), Transport: &http.Transport{Proxy: http.ProxyFromEnvironment, ForceAttemptHTTP2: true}}
+	w.search = client
 	w.backend, err = NewBackend(cfg.Search, key, client)
 	switch {
 	case err != nil:
@@ -74,7 +76,10 @@ func New(cfg Config, o Options) (*Web, error) {
 }
 
 // Close drops idle connections.
-func (w *Web) Close() { w.fetch.Close() }
+func (w *Web) Close() {
+	w.fetch.Close()
+	w.search.CloseIdleConnections()
+}
 
 // Fetcher is web_fetch's fetcher.
 func (w *Web) Fetcher() *Fetcher { return w.fetch }
