@@ -65,3 +65,52 @@ func TestChatWebFetchLoopbackPage(t *testing.T) {
 		})
 	}
 }
+
+// Issue 12 §3: web_search through the binary. Unconfigured, the model is
+// told what to set; with a SearXNG instance set by `raven config set`
+// (a loopback server replaying a recorded JSON answer), the results reach
+// the model as compact, untrusted-wrapped text.
+func TestChatWebSearch(t *testing.T) {
+	t.Parallel()
+	recorded, err := os.ReadFile("../web/testdata/searxng.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var queries atomic.Value
+	searx := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		queries.Store(r.URL.Query().Get("q"))
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(recorded)
+	}))
+	defer searx.Close()
+	for _, tc := range []struct {
+		name      string
+		configure bool
+		want      string
+	}{
+		{"not configured", false, "web search is not configured: set tools.web.search.backend"},
+		{"searxng", true, "1. Common raven - Wikipedia\n   https://en.wikipedia.org/wiki/Common_raven"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, Options{})
+			if tc.configure {
+				e.MustRun("config", "set", "tools.web.search.base_url", searx.URL)
+				e.MustRun("config", "set", "tools.web.search.backend", "searxng")
+			}
+			e.Model.Enqueue(fakeopenai.Call("web_search", map[string]any{"query": "raven intelligence", "count": 2}))
+			e.Model.On(fakeopenai.AfterToolResult(), fakeopenai.Always(fakeopenai.Text("Searched.")))
+			r := e.MustRun("chat", "-m", "search for raven intelligence")
+			reqs := e.Model.Requests()
+			if !strings.Contains(r.Stdout, "Searched.") || len(reqs) != 2 || !reqs[0].HasTool("web_search") {
+				t.Fatalf("chat -m:\n%s\n%s", r, e.Model)
+			}
+			got := reqs[1].Last().Content
+			if !strings.Contains(got, tc.want) {
+				t.Fatalf("tool result the model got:\n%s", got)
+			}
+			if tc.configure && (queries.Load() != "raven intelligence" || strings.Contains(got, "3. ") || !strings.Contains(got, "<<<END_UNTRUSTED_WEB_CONTENT id=")) {
+				t.Fatalf("query %v, result:\n%s", queries.Load(), got)
+			}
+		})
+	}
+}

@@ -70,3 +70,37 @@ func TestWebFetchThroughRuntime(t *testing.T) {
 		})
 	}
 }
+
+// web_search is offered with the default config and tells the model what
+// to configure; with a backend configured its results reach the model.
+func TestWebSearchThroughRuntime(t *testing.T) {
+	recorded, err := os.ReadFile("../web/testdata/searxng.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	searx := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(recorded)
+	}))
+	defer searx.Close()
+	for _, tc := range []struct {
+		name, backend, want string
+	}{
+		{"default", "", "web search is not configured: set tools.web.search.backend to searxng"},
+		{"searxng", "searxng", "2. Ravens Can Plan for the Future\n   https://www.audubon.org/news/ravens-planning"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			model, prov := fakeModel(t)
+			model.Enqueue(fakeopenai.Call("web_search", map[string]any{"query": "raven intelligence"}))
+			model.On(fakeopenai.AfterToolResult(), fakeopenai.Always(fakeopenai.Text("ok")))
+			rt, _ := newApp(t, false, prov, func(o *Options) {
+				o.Config.Tools.Web.Search.Backend, o.Config.Tools.Web.Search.BaseURL = tc.backend, searx.URL
+			})
+			turn(t, rt, "search")
+			reqs := model.Requests()
+			if len(reqs) != 2 || !strings.Contains(reqs[1].Last().Content, tc.want) {
+				t.Fatalf("tool result:\n%s", model)
+			}
+		})
+	}
+}

@@ -136,6 +136,10 @@ func kindOf(mediaType string) string {
 		return kindJSON
 	case mediaType == "text/plain" || mediaType == "text/markdown" || mediaType == "text/csv" || mediaType == "text/x-markdown":
 		return kindText
+	case mediaType == "application/xml" || mediaType == "text/xml" || strings.HasSuffix(mediaType, "+xml"):
+		// Feeds (RSS, Atom) are what a personal agent reads most after
+		// pages; they are text the model reads well as it is.
+		return kindText
 	}
 	return ""
 }
@@ -192,7 +196,7 @@ func (f *Fetcher) Fetch(ctx context.Context, rawURL string, maxChars int) (Fetch
 	kind := kindOf(mt)
 	res.kind = kind
 	if kind == "" {
-		return res, fmt.Errorf("%w: %s is %s; web_fetch reads HTML, plain text and JSON only", ErrUnsupportedType, res.URL, mt)
+		return res, fmt.Errorf("%w: %s is %s; web_fetch reads HTML, plain text, XML feeds and JSON only", ErrUnsupportedType, res.URL, mt)
 	}
 	text, err := decodeCharset(body, ct, kind)
 	if err != nil {

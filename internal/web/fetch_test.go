@@ -179,6 +179,7 @@ func TestFetchContentTypes(t *testing.T) {
 	serve("/notes.txt", "text/plain", []byte("plain notes\n"))
 	serve("/data", "application/json", []byte(`{"a":[1,2],"b":"c"}`))
 	serve("/latin1", "text/plain; charset=iso-8859-1", []byte("caf\xe9"))
+	serve("/feed", "application/rss+xml", []byte(`<rss version="2.0"><channel><title>Corvids</title></channel></rss>`))
 	serve("/image", "image/png", []byte("\x89PNG\r\n\x1a\n"))
 	serve("/pdf", "application/pdf", []byte("%PDF-1.4"))
 	serve("/sniffed", "", []byte("<!DOCTYPE html><html><head><title>Sniffed</title></head><body><p>hello</p></body></html>"))
@@ -200,11 +201,14 @@ func TestFetchContentTypes(t *testing.T) {
 	if res, err := f.Fetch(ctx, srv.URL+"/latin1", 0); err != nil || res.Text != "café" {
 		t.Fatalf("latin1: %q %v", res.Text, err)
 	}
+	if res, err := f.Fetch(ctx, srv.URL+"/feed", 0); err != nil || !strings.Contains(res.Text, "<title>Corvids</title>") {
+		t.Fatalf("feed: %+v %v", res, err)
+	}
 	if res, err := f.Fetch(ctx, srv.URL+"/sniffed", 0); err != nil || res.Title != "Sniffed" {
 		t.Fatalf("sniffed: %+v %v", res, err)
 	}
 	for _, p := range []string{"/image", "/pdf"} {
-		if _, err := f.Fetch(ctx, srv.URL+p, 0); !errors.Is(err, ErrUnsupportedType) || !strings.Contains(err.Error(), "HTML, plain text and JSON only") {
+		if _, err := f.Fetch(ctx, srv.URL+p, 0); !errors.Is(err, ErrUnsupportedType) || !strings.Contains(err.Error(), "HTML, plain text, XML feeds and JSON only") {
 			t.Errorf("%s: err = %v", p, err)
 		}
 	}
