@@ -48,14 +48,17 @@ func (c *Converter) Convert(ctx context.Context, body []byte, pageURL *url.URL) 
 		return Page{}, fmt.Errorf("web: parse HTML: %w", err)
 	}
 	parser := readability.NewParser()
-	// ParseAndMutate would be cheaper, but the fallback below needs the
-	// page untouched when readability finds nothing.
-	art, rerr := parser.ParseDocument(doc, pageURL)
+	// Readability works on doc in place (no clone of a large page); the
+	// rare page it finds nothing in is parsed again for the fallback.
+	art, rerr := parser.ParseAndMutate(doc, pageURL)
 	p := Page{Title: strings.TrimSpace(art.Title()), Byline: strings.TrimSpace(art.Byline())}
 	node := art.Node
 	if rerr == nil && node != nil {
 		p.Readable = true
 	} else {
+		if doc, err = html.Parse(bytes.NewReader(body)); err != nil {
+			return Page{}, fmt.Errorf("web: parse HTML: %w", err)
+		}
 		node = doc
 	}
 	md, err := c.md.ConvertNode(node, converter.WithContext(ctx), converter.WithDomain(pageURL.Scheme+"://"+pageURL.Host))

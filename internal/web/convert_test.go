@@ -56,6 +56,16 @@ func TestConvertShortPage(t *testing.T) {
 	}
 }
 
+// A page with nothing readable is not an error: readability gives up and
+// the whole (empty) page is converted, marked as not an article.
+func TestConvertNothingReadable(t *testing.T) {
+	u, _ := url.Parse("http://x.example/")
+	p, err := NewConverter().Convert(context.Background(), []byte(`<html><head><title>Blank</title></head><body><script>x()</script></body></html>`), u)
+	if err != nil || p.Readable || p.Title != "Blank" || p.Markdown != "" {
+		t.Fatalf("blank page: %+v %v", p, err)
+	}
+}
+
 // bigPage is a ~100 KB article page with boilerplate around it.
 func bigPage(tb testing.TB) []byte {
 	tb.Helper()
