@@ -26,7 +26,6 @@ var (
 	ErrUnsupportedType   = errors.New("web: unsupported content type")
 	ErrHTTPStatus        = errors.New("web: HTTP error status")
 	ErrFetchTimeout      = errors.New("web: fetch timed out")
-	ErrSearchNotSet      = errors.New("web: web search is not configured")
 	errRedirectForbidden = errors.New("web: redirect refused")
 )
 

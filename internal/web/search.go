@@ -14,6 +14,7 @@ import (
 
 // Errors of web_search backends.
 var (
+	ErrSearchNotSet    = errors.New("web: web search is not configured")
 	ErrSearchAuth      = errors.New("web: search API refused the key")
 	ErrSearchRateLimit = errors.New("web: search API rate limit")
 	ErrSearchStatus    = errors.New("web: search API error status")
