@@ -213,6 +213,7 @@ func Build(ctx context.Context, o Options) (*Runtime, error) {
 		{"database", r.buildStore},
 		{"model", r.buildModels},
 		{"agent", r.buildAgent},
+		{"web", r.buildWeb},
 		{"event log", r.buildEvents},
 		{"auth", r.buildAuth},
 		{"approvals", r.buildApprovals},
