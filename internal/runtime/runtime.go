@@ -26,6 +26,7 @@ import (
 	"github.com/raven-agent/raven/internal/sandbox"
 	"github.com/raven-agent/raven/internal/sentinel"
 	"github.com/raven-agent/raven/internal/session"
+	"github.com/raven-agent/raven/internal/skills"
 	"github.com/raven-agent/raven/internal/spine"
 	"github.com/raven-agent/raven/internal/sqlitedb"
 	"github.com/raven-agent/raven/internal/statefile"
@@ -155,6 +156,7 @@ type Runtime struct {
 	inbound   *channels.Dispatcher
 	outbox    Outbox
 	surfaces  *surfaces
+	skills    *skills.Store
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -213,6 +215,7 @@ func Build(ctx context.Context, o Options) (*Runtime, error) {
 		{"database", r.buildStore},
 		{"model", r.buildModels},
 		{"agent", r.buildAgent},
+		{"skills", r.buildSkills},
 		{"event log", r.buildEvents},
 		{"auth", r.buildAuth},
 		{"approvals", r.buildApprovals},

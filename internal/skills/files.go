@@ -72,6 +72,9 @@ func Resources(sk *Skill) ([]string, []Problem, error) {
 // an absolute path nor a symbolic link can leave it; errors name rel only.
 func ReadResource(sk *Skill, rel string) (string, error) {
 	clean := path.Clean(strings.TrimPrefix(rel, "./"))
+	if filepath.IsAbs(rel) {
+		return "", fmt.Errorf("%w: an absolute path; give one inside skill %s, as use_skill listed it", ErrEscapes, sk.Name)
+	}
 	if rel == "" || !filepath.IsLocal(filepath.FromSlash(clean)) {
 		return "", fmt.Errorf("%w: %q is not a path inside skill %s", ErrEscapes, rel, sk.Name)
 	}
