@@ -139,6 +139,7 @@ func (s *Store) Catalog() *Catalog {
 			changed = true
 		}
 	}
+	sortProblems(c.Problems)
 	if !changed && sameProblems(s.last.Problems, c.Problems) && len(s.last.Skills) == len(c.Skills) {
 		return s.last
 	}
@@ -278,6 +279,17 @@ func errText(err error) string {
 	return err.Error()
 }
 
+// sortProblems orders problems by file, then line: the order of a
+// compiler's, which editors jump through.
+func sortProblems(ps []Problem) {
+	slices.SortStableFunc(ps, func(a, b Problem) int {
+		if c := strings.Compare(a.File, b.File); c != 0 {
+			return c
+		}
+		return a.Line - b.Line
+	})
+}
+
 func sameProblems(a, b []Problem) bool {
 	return slices.EqualFunc(a, b, func(x, y Problem) bool { return x.String() == y.String() })
 }
@@ -315,5 +327,6 @@ func (s *Store) Check() (*Catalog, []Problem) {
 			ps = append(ps, Problem{File: sk.Dir, Severity: SeverityError, Err: err, Message: err.Error()})
 		}
 	}
+	sortProblems(ps)
 	return c, ps
 }

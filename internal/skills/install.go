@@ -54,7 +54,7 @@ func Install(src, dataDir string) (*Installed, error) {
 	base := InstallDir(dataDir)
 	dest := filepath.Join(base, name)
 	if _, err := os.Lstat(dest); err == nil {
-		return nil, fmt.Errorf("skills: install %s: %w: %s (remove that folder first to reinstall)", src, ErrExists, dest)
+		return nil, fmt.Errorf("%w: %s (remove that folder first to reinstall)", ErrExists, dest)
 	}
 	if err := os.MkdirAll(base, 0o700); err != nil {
 		return nil, fmt.Errorf("skills: install: %w", err)
@@ -171,7 +171,7 @@ func copyPlan(src, dst string, plan copyList) error {
 	}
 	defer to.Close()
 	for _, d := range plan.dirs {
-		if err := to.Mkdir(d, 0o755); err != nil {
+		if err := to.Mkdir(d, 0o700); err != nil {
 			return fmt.Errorf("create %s: %s", d, errText(err))
 		}
 	}
@@ -193,9 +193,12 @@ func copyOne(from, to *os.Root, f copyFile) error {
 	if err != nil || !fi.Mode().IsRegular() || fi.Size() != f.size {
 		return fmt.Errorf("%w: %s changed while it was being installed", ErrNotRegular, f.rel)
 	}
-	// Owner read/write, the source's execute bits, never setuid/setgid:
-	// a script stays runnable by exec, and nothing more.
-	perm := 0o600 | (f.mode.Perm() & 0o111)
+	// The owner's alone, executable if the source was, never
+	// setuid/setgid: a script stays runnable through exec, and no more.
+	perm := fs.FileMode(0o600)
+	if f.mode.Perm()&0o111 != 0 {
+		perm = 0o700
+	}
 	out, err := to.OpenFile(f.rel, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
 	if err != nil {
 		return fmt.Errorf("create %s: %s", f.rel, errText(err))
