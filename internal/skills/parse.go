@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -62,13 +63,8 @@ func Parse(file, dirName string, data []byte) Parsed {
 	const offset = 1
 	var doc yaml.Node
 	if err := yaml.Unmarshal(front, &doc); err != nil {
-		line := 2
-		msg := strings.TrimPrefix(err.Error(), "yaml: ")
-		if m := yamlLine.FindStringSubmatch(msg); m != nil {
-			n, _ := strconv.Atoi(m[1])
-			line = n + offset
-			msg = strings.TrimPrefix(strings.Replace(msg, m[0], "", 1), ": ")
-		}
+		line, msg := syntaxLine(err)
+		line += offset
 		add(line, SeverityError, ErrSyntax, "front matter is not valid YAML: %s", msg)
 		return out
 	}
@@ -172,6 +168,32 @@ func Parse(file, dirName string, data []byte) Parsed {
 		out.Skill = s
 	}
 	return out
+}
+
+// parserPhase are the messages of the YAML library's parser (as opposed to
+// its scanner). Its parser reports a 0-based line, or none for the first
+// line, where the scanner's lines are 1-based; the line a user is pointed
+// to must be the same for both.
+var parserPhase = []string{
+	"did not find expected ',' or ']'", "did not find expected ',' or '}'", "did not find expected '-' indicator",
+	"did not find expected <document start>", "did not find expected <stream-start>", "did not find expected key",
+	"did not find expected node content", "found duplicate %TAG directive", "found duplicate %YAML directive",
+	"found incompatible YAML document", "found undefined tag handle",
+}
+
+// syntaxLine is the 1-based line of the YAML text a syntax error is on,
+// and the error's message without it.
+func syntaxLine(err error) (int, string) {
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	line := 0
+	if m := yamlLine.FindStringSubmatch(msg); m != nil {
+		line, _ = strconv.Atoi(m[1])
+		msg = strings.TrimPrefix(strings.Replace(msg, m[0], "", 1), ": ")
+	}
+	if slices.Contains(parserPhase, msg) {
+		line++
+	}
+	return max(line, 1), msg
 }
 
 // splitFrontMatter cuts data at its first two --- lines. bodyLine is the

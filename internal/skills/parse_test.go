@@ -37,6 +37,12 @@ func TestParseProblemsNameTheLine(t *testing.T) {
 		{name: "metadata nested", dir: "a", src: "---\nname: a\ndescription: d\nmetadata:\n  k:\n    deep: 1\n---\nb\n", want: []string{"6 error metadata must map"}},
 		{name: "allowed-tools a map", dir: "a", src: "---\nname: a\ndescription: d\nallowed-tools:\n  x: y\n---\nb\n", want: []string{"5 error allowed-tools"}},
 		{name: "yaml syntax error", dir: "a", src: "---\nname: a\ndescription: d\n  bad: [\n---\nb\n", want: []string{"4 error not valid YAML"}, is: ErrSyntax},
+		// The YAML library's parser and scanner count lines differently;
+		// each case pins the line a user is pointed to, per phase.
+		{name: "unclosed flow sequence (parser)", dir: "a", src: "---\nname: a\ndescription: [unclosed\n---\nb\n", want: []string{"3 error did not find expected ',' or ']'"}, is: ErrSyntax},
+		{name: "unclosed flow mapping on line one (parser)", dir: "a", src: "---\nname: {a\ndescription: d\n---\nb\n", want: []string{"3 error did not find expected ',' or '}'"}, is: ErrSyntax},
+		{name: "bad indentation (parser)", dir: "a", src: "---\nname: a\ndescription: d\n- x\n---\nb\n", want: []string{"4 error did not find expected key"}, is: ErrSyntax},
+		{name: "unterminated quote (scanner)", dir: "a", src: "---\nname: a\ndescription: \"open\nlicense: MIT\n---\nb\n", want: []string{"3 error not valid YAML"}, is: ErrSyntax},
 		{name: "tab indentation", dir: "a", src: "---\nname: a\n\tdescription: d\n---\nb\n", want: []string{"3 error not valid YAML"}, is: ErrSyntax},
 		{name: "not a mapping", dir: "a", src: "---\n- a\n- b\n---\nb\n", want: []string{"2 error must be a mapping"}},
 		{name: "empty body warned", dir: "a", src: "---\nname: a\ndescription: d\n---\n\n", want: []string{"5 warning body is empty"}, ok: true},
