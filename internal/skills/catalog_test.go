@@ -173,12 +173,12 @@ func TestUseAndReadSkillFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"Skill pdf-forms (workspace skill", "  scripts/fill.sh\n", "  reference.md\n", "  alias.md\n", "# Steps\nRun scripts/fill.sh."} {
+	for _, want := range []string{"Skill pdf-forms (workspace skill): 4 file(s)", "  scripts/fill.sh\n", "  reference.md\n", "  alias.md\n", "# Steps\nRun scripts/fill.sh."} {
 		if !strings.Contains(out, want) {
 			t.Errorf("use_skill output lacks %q:\n%s", want, out)
 		}
 	}
-	if strings.Contains(out, "leak.txt") || strings.Contains(out, ".git") {
+	if strings.Contains(out, "leak.txt") || strings.Contains(out, "hard.txt") || strings.Contains(out, ".git") {
 		t.Errorf("use_skill lists what it must not:\n%s", out)
 	}
 	cases := []struct {

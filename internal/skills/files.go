@@ -8,6 +8,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"unicode/utf8"
 )
 
@@ -52,6 +53,12 @@ func Resources(sk *Skill) ([]string, []Problem, error) {
 			}
 		} else if !d.Type().IsRegular() {
 			return nil
+		} else if fi, err := d.Info(); err == nil {
+			if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Nlink > 1 {
+				problems = append(problems, Problem{File: filepath.Join(sk.Dir, p), Severity: SeverityError, Err: ErrEscapes,
+					Message: "file has more than one hard link (one may be outside the folder); read_skill_file refuses it"})
+				return nil
+			}
 		}
 		if len(files) == MaxResources {
 			problems = append(problems, Problem{File: sk.Dir, Severity: SeverityWarning, Err: ErrTooLarge,

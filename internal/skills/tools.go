@@ -61,7 +61,7 @@ func (s *Store) use(_ context.Context, a UseArgs) (string, error) {
 		return "", err
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "Skill %s (%s skill, folder %s)\n", sk.Name, sk.Source, sk.Dir)
+	fmt.Fprintf(&b, "Skill %s (%s skill): %d file(s) besides SKILL.md, then its instructions.\n", sk.Name, sk.Source, len(files))
 	if len(sk.AllowedTools) > 0 {
 		fmt.Fprintf(&b, "Tools this skill expects to use: %s. This is advice from the skill, not a permission: your tools and their approvals apply as always.\n",
 			strings.Join(sk.AllowedTools, " "))
@@ -74,7 +74,7 @@ func (s *Store) use(_ context.Context, a UseArgs) (string, error) {
 		for _, f := range files {
 			b.WriteString("  " + f + "\n")
 		}
-		b.WriteString("Reading a script never runs it. Run one only if the task needs it, with the exec tool, from the folder above.\n")
+		fmt.Fprintf(&b, "Reading a script never runs it. Run one only if the task needs it, with the exec tool; the skill's folder is %s\n", sk.Dir)
 	}
 	b.WriteString("\n--- instructions ---\n")
 	b.WriteString(strings.TrimSpace(body))
