@@ -173,7 +173,7 @@ func TestUseAndReadSkillFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"Skill pdf-forms (workspace skill): 4 file(s)", "  scripts/fill.sh\n", "  reference.md\n", "  alias.md\n", "# Steps\nRun scripts/fill.sh."} {
+	for _, want := range []string{"Skill pdf-forms (workspace skill): 4 file(s)", "  scripts/fill.sh\n", "  reference.md\n", "  alias.md\n", "exec tool, from skills/pdf-forms/", "# Steps\nRun scripts/fill.sh."} {
 		if !strings.Contains(out, want) {
 			t.Errorf("use_skill output lacks %q:\n%s", want, out)
 		}

@@ -3,6 +3,7 @@ package skills
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"strings"
 
 	"github.com/raven-agent/raven/internal/tools"
@@ -74,7 +75,14 @@ func (s *Store) use(_ context.Context, a UseArgs) (string, error) {
 		for _, f := range files {
 			b.WriteString("  " + f + "\n")
 		}
-		fmt.Fprintf(&b, "Reading a script never runs it. Run one only if the task needs it, with the exec tool; the skill's folder is %s\n", sk.Dir)
+		b.WriteString("Reading a script never runs it. Run one only if the task needs it, with the exec tool")
+		if sk.Source == SourceWorkspace {
+			// exec runs in the workspace, so the folder's workspace path is the one that works.
+			fmt.Fprintf(&b, ", from skills/%s/ (exec runs in the workspace).\n", filepath.Base(sk.Dir))
+		} else {
+			// exec's sandbox never sees the data dir, where installed skills live.
+			b.WriteString("; this skill is installed outside the workspace, where exec cannot reach, so copy a script into the workspace first (read_skill_file, then write_file).\n")
+		}
 	}
 	b.WriteString("\n--- instructions ---\n")
 	b.WriteString(strings.TrimSpace(body))
