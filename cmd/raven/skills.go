@@ -3,6 +3,8 @@ package main
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -92,8 +94,8 @@ skill is ever run by installing, listing or reading it.`,
 					fmt.Fprintf(w, "%-14s %s\n", kv[0]+":", kv[1])
 				}
 			}
-			for k, v := range sk.Metadata {
-				fmt.Fprintf(w, "metadata:      %s = %s\n", k, v)
+			for _, k := range slices.Sorted(maps.Keys(sk.Metadata)) {
+				fmt.Fprintf(w, "metadata:      %s = %s\n", k, sk.Metadata[k])
 			}
 			if len(files) > 0 {
 				fmt.Fprintf(w, "files:         %s\n", strings.Join(files, ", "))
