@@ -149,6 +149,17 @@ func (s *Store) Catalog() *Catalog {
 	return c
 }
 
+// recent is the last catalog looked at, or a fresh look when there is none.
+func (s *Store) recent() *Catalog {
+	s.mu.Lock()
+	c := s.last
+	s.mu.Unlock()
+	if c == nil {
+		return s.Catalog()
+	}
+	return c
+}
+
 // load returns SKILL.md's parse, from the cache when the file is the same
 // file with the same size and time; fresh says it was read.
 func (s *Store) load(file, dirName string, src Source) (Parsed, bool) {

@@ -50,7 +50,9 @@ type offered struct {
 	s *Store
 }
 
-func (o offered) OfferedIn(context.Context, string) bool { return len(o.s.Catalog().Skills) > 0 }
+// OfferedIn reuses the catalog the turn's system prompt was just built
+// from (PromptSection runs first), so offering costs no second look.
+func (o offered) OfferedIn(context.Context, string) bool { return len(o.s.recent().Skills) > 0 }
 
 func (s *Store) use(_ context.Context, a UseArgs) (string, error) {
 	sk, body, err := s.Load(a.Name)
