@@ -99,3 +99,28 @@ func TestParseFields(t *testing.T) {
 		t.Fatalf("body %q at line %d", p.Body, s.BodyLine)
 	}
 }
+
+// Parse never panics, and a skill it accepts always satisfies the rules.
+func FuzzParse(f *testing.F) {
+	for _, s := range []string{
+		"---\nname: a\ndescription: d\n---\nb\n",
+		"---\nname: &n a\ndescription: *n\nmetadata: {k: *n}\nallowed-tools: [*n]\n---\n",
+		"---\na: &x [*x]\n---\n",
+		"---\nname: a\ndescription: |\n  multi\n  line\n---\n",
+		"---\n- [\n---\n",
+		"",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, src string) {
+		p := Parse("SKILL.md", "a", []byte(src))
+		if s := p.Skill; s != nil && (s.Name != "a" || s.Description == "" || len(Errors(p.Problems)) > 0) {
+			t.Fatalf("accepted %+v with %v", s, p.Problems)
+		}
+		for _, pr := range p.Problems {
+			if pr.Err == nil || pr.Message == "" {
+				t.Fatalf("problem without a kind or message: %+v", pr)
+			}
+		}
+	})
+}
