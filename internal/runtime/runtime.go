@@ -176,7 +176,7 @@ type Runtime struct {
 }
 
 // Build wires every part of Raven in one fixed order — database, sessions,
-// models, hub, tools, agent, spine, subagents, event log, auth, exec and its
+// models, hub, tools, agent, spine, subagents, skills, event log, auth, exec and its
 // approvals, ask_user,
 // owner questions, outbox, Sentinel, wake and heartbeat, cron, triggers,
 // inbound dispatch — and starts the loops o.Services name. A part that
