@@ -216,14 +216,30 @@ func (s *Store) Load(name string) (*Skill, string, error) {
 	return p.Skill, p.Body, nil
 }
 
-// readSkillFile reads dir/SKILL.md through an os.Root on dir, bounded.
+// readSkillFile reads dir/SKILL.md, bounded, through openSkillDir.
 func readSkillFile(dir string) ([]byte, error) {
-	root, err := os.OpenRoot(dir)
+	root, err := openSkillDir(dir)
 	if err != nil {
-		return nil, fmt.Errorf("open skill folder: %s", errText(err))
+		return nil, err
 	}
 	defer root.Close()
 	return readBounded(root, FileName, MaxSkillFileBytes)
+}
+
+// openSkillDir opens a skill folder as an os.Root, through an os.Root on
+// its parent: a folder swapped for a link to elsewhere after the catalog
+// looked (by a command exec ran in the workspace) is refused, not followed.
+func openSkillDir(dir string) (*os.Root, error) {
+	parent, err := os.OpenRoot(filepath.Dir(dir))
+	if err != nil {
+		return nil, fmt.Errorf("open skills folder: %s", errText(err))
+	}
+	defer parent.Close()
+	root, err := parent.OpenRoot(filepath.Base(dir))
+	if err != nil {
+		return nil, fmt.Errorf("open skill folder: %w", rootErr(filepath.Base(dir), err))
+	}
+	return root, nil
 }
 
 // readBounded reads name beneath root: a regular file with one link, at

@@ -253,3 +253,31 @@ func BenchmarkCatalogUnchanged(b *testing.B) {
 		s.PromptSection(context.Background(), "")
 	}
 }
+
+// A skill folder swapped for a link after the catalog saw it (by a command
+// exec ran in the workspace) is refused on read, not followed.
+func TestReadRefusesAFolderSwappedForALink(t *testing.T) {
+	s, ws, _, _ := newTestStore(t)
+	dir := writeSkill(t, ws, "notes", "Take notes.", "b", map[string]string{"ref.md": "mine"})
+	sk, ok := s.Catalog().Get("notes")
+	if !ok {
+		t.Fatal("skill not found")
+	}
+	outside := writeSkill(t, t.TempDir(), "notes", "Take notes.", "b", map[string]string{"ref.md": "SECRET"})
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, dir); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ReadResource(sk, "ref.md")
+	if !errors.Is(err, ErrEscapes) || strings.Contains(got, "SECRET") {
+		t.Fatalf("read through a swapped folder = %q, %v", got, err)
+	}
+	if _, _, err := Resources(sk); !errors.Is(err, ErrEscapes) {
+		t.Fatalf("list through a swapped folder: %v", err)
+	}
+	if _, err := s.read(context.Background(), ReadArgs{Name: "notes", Path: "ref.md"}); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("the tool read a linked folder: %v", err)
+	}
+}

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path"
 	"path/filepath"
 	"strings"
@@ -16,9 +15,9 @@ import (
 // paths inside it, sorted; problems are links that leave the folder and a
 // list cut at MaxResources. Hidden entries (.git) are skipped.
 func Resources(sk *Skill) ([]string, []Problem, error) {
-	root, err := os.OpenRoot(sk.Dir)
+	root, err := openSkillDir(sk.Dir)
 	if err != nil {
-		return nil, nil, fmt.Errorf("skill %s: open folder: %s", sk.Name, errText(err))
+		return nil, nil, fmt.Errorf("skill %s: %w", sk.Name, err)
 	}
 	defer root.Close()
 	var files []string
@@ -85,9 +84,9 @@ func ReadResource(sk *Skill, rel string) (string, error) {
 	if rel == "" || !filepath.IsLocal(filepath.FromSlash(clean)) {
 		return "", fmt.Errorf("%w: %q is not a path inside skill %s", ErrEscapes, rel, sk.Name)
 	}
-	root, err := os.OpenRoot(sk.Dir)
+	root, err := openSkillDir(sk.Dir)
 	if err != nil {
-		return "", fmt.Errorf("skill %s: open folder: %s", sk.Name, errText(err))
+		return "", fmt.Errorf("skill %s: %w", sk.Name, err)
 	}
 	defer root.Close()
 	b, err := readBounded(root, filepath.FromSlash(clean), MaxResourceBytes)

@@ -31,7 +31,13 @@ func Install(src, dataDir string) (*Installed, error) {
 	if !fi.IsDir() {
 		return nil, fmt.Errorf("skills: install %s: %w: want a skill folder (with a %s)", src, ErrNotRegular, FileName)
 	}
-	data, err := readSkillFile(src)
+	// src is the folder the owner named: opened as given, links and all.
+	srcRoot, err := os.OpenRoot(src)
+	if err != nil {
+		return nil, fmt.Errorf("skills: install %s: %s", src, errText(err))
+	}
+	data, err := readBounded(srcRoot, FileName, MaxSkillFileBytes)
+	srcRoot.Close()
 	if err != nil {
 		return nil, fmt.Errorf("skills: install %s: %w", src, err)
 	}
