@@ -38,6 +38,7 @@ func newRootCmd() *cobra.Command {
 		newInboxCmd(g), newAttentionCmd(g),
 	)
 	root.AddCommand(newApprovalsCmd(g))
+	root.AddCommand(newSkillsCmd(g))
 	root.AddCommand(newSandboxExecCmd())
 	return root
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/raven-agent/raven/internal/sandbox"
 	"github.com/raven-agent/raven/internal/sentinel"
 	"github.com/raven-agent/raven/internal/session"
+	"github.com/raven-agent/raven/internal/skills"
 	"github.com/raven-agent/raven/internal/spine"
 	"github.com/raven-agent/raven/internal/sqlitedb"
 	"github.com/raven-agent/raven/internal/statefile"
@@ -155,6 +156,7 @@ type Runtime struct {
 	inbound   *channels.Dispatcher
 	outbox    Outbox
 	surfaces  *surfaces
+	skills    *skills.Store
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -174,7 +176,7 @@ type Runtime struct {
 }
 
 // Build wires every part of Raven in one fixed order — database, sessions,
-// models, hub, tools, agent, spine, subagents, event log, auth, exec and its
+// models, hub, tools, agent, spine, subagents, skills, event log, auth, exec and its
 // approvals, ask_user,
 // owner questions, outbox, Sentinel, wake and heartbeat, cron, triggers,
 // inbound dispatch — and starts the loops o.Services name. A part that
@@ -214,6 +216,7 @@ func Build(ctx context.Context, o Options) (*Runtime, error) {
 		{"model", r.buildModels},
 		{"agent", r.buildAgent},
 		{"web", r.buildWeb},
+		{"skills", r.buildSkills},
 		{"event log", r.buildEvents},
 		{"auth", r.buildAuth},
 		{"approvals", r.buildApprovals},
