@@ -166,6 +166,8 @@ func (a *Agent) RunTurn(ctx context.Context, t *spine.Turn) (string, error) {
 
 	var reply string
 	done := false
+	// Usage accounting charges each model call to the turn's origin.
+	callCtx := llm.WithCallTag(ctx, llm.CallTag{Origin: string(req.Origin), Conversation: conv})
 	for i := 0; i < a.o.Config.MaxIterations; i++ {
 		// Mid-turn user input: merge what arrived since the last model call.
 		for _, inj := range t.Drain() {
@@ -174,7 +176,7 @@ func (a *Agent) RunTurn(ctx context.Context, t *spine.Turn) (string, error) {
 			fresh = append(fresh, m)
 			log.Info("merged injected message into running turn")
 		}
-		resp, err := a.o.Provider.Chat(ctx, llm.Request{
+		resp, err := a.o.Provider.Chat(callCtx, llm.Request{
 			Model: a.o.Config.Model, Messages: msgs, Tools: toolDefs, MaxTokens: a.o.Config.MaxTokens,
 		})
 		if err != nil {

@@ -43,6 +43,7 @@ func (r *Runtime) buildSentinel(_ context.Context, _ Options) error {
 		},
 		OnDelivered: r.rememberNudge,
 		OnTick: func(rec sentinel.TickRecord) {
+			r.settleSentinelTick(rec)
 			r.emit("sentinel.tick", rec.Target, rec)
 			if rec.Allowed != nil && !*rec.Allowed {
 				r.emit("policy.denied", rec.Target, map[string]any{"layer": rec.Layer, "reason": rec.VerdictReason, "action": rec.Action})
