@@ -35,9 +35,16 @@ func (p Pause) Notice(loc *time.Location) string {
 	if p.Unit == UnitUSD {
 		used, limit = fmt.Sprintf("$%.2f", p.Used), fmt.Sprintf("$%.2f", p.Limit)
 	}
-	return fmt.Sprintf("Usage cap reached: %s used %s of its %s %sly cap. Ambient work it covers (%s) is paused until %s; "+
+	return fmt.Sprintf("Usage cap reached: %s used %s of its %s %s cap. Ambient work it covers (%s) is paused until %s; "+
 		"your chats and the reminders you scheduled still run. See `raven usage`.",
-		p.Scope, used, limit, p.Period, coveredBy(p.Scope), p.ResumeAt.In(orLocal(loc)).Format("Mon 2 Jan 15:04 MST"))
+		p.Scope, used, limit, periodly(p.Period), coveredBy(p.Scope), p.ResumeAt.In(orLocal(loc)).Format("Mon 2 Jan 15:04 MST"))
+}
+
+func periodly(period string) string {
+	if period == PeriodDay {
+		return "daily"
+	}
+	return "monthly"
 }
 
 func coveredBy(scope string) string {
@@ -231,7 +238,7 @@ func (m *Meter) count(c Call) {
 }
 
 func pausedError(p Pause) error {
-	return fmt.Errorf("%w: %s %sly %s cap reached (%.0f of %.0f); resumes %s", ErrPaused, p.Scope, p.Period, p.Unit,
+	return fmt.Errorf("%w: %s %s %s cap reached (%.0f of %.0f); resumes %s", ErrPaused, p.Scope, periodly(p.Period), p.Unit,
 		p.Used, p.Limit, p.ResumeAt.Format(time.RFC3339))
 }
 
