@@ -4,14 +4,12 @@ import (
 	"context"
 	"time"
 
+	"github.com/raven-agent/raven/internal/eventlog"
 	"github.com/raven-agent/raven/internal/heartbeat"
 	"github.com/raven-agent/raven/internal/sentinel"
 	"github.com/raven-agent/raven/internal/spine"
 	"github.com/raven-agent/raven/internal/usage"
 )
-
-// KindUsagePaused is the event logged once per pause of ambient work.
-const KindUsagePaused = "usage.paused"
 
 // buildUsage opens the usage tables and the meter every model is wrapped
 // in (buildModels): each call recorded with its origin, ambient calls held
@@ -41,7 +39,7 @@ func (r *Runtime) OwnerLocation() *time.Location {
 // notifyPause tells the owner ambient work paused, wherever Resolve says
 // (the outbox at worst), and logs the event.
 func (r *Runtime) notifyPause(ctx context.Context, p usage.Pause) {
-	r.emit(KindUsagePaused, "", p)
+	r.emit(eventlog.KindUsagePaused, "", p)
 	m := spine.Message{Content: p.Notice(r.OwnerLocation()), Proactive: true, Extras: map[string]any{"usage_pause": p.Scope}}
 	for _, t := range r.Resolve("", "") {
 		m.Channel, m.ChatID = t.Channel, t.ChatID

@@ -11,6 +11,7 @@ import (
 	"github.com/raven-agent/raven/internal/clock"
 	"github.com/raven-agent/raven/internal/config"
 	"github.com/raven-agent/raven/internal/cron"
+	"github.com/raven-agent/raven/internal/eventlog"
 	"github.com/raven-agent/raven/internal/heartbeat"
 	"github.com/raven-agent/raven/internal/llm/fakeopenai"
 	"github.com/raven-agent/raven/internal/sentinel"
@@ -166,6 +167,7 @@ func TestEveryModelCallRecordsUsage(t *testing.T) {
 func TestAmbientCapPausesUntilNextDay(t *testing.T) {
 	a, clk, srv := newMeteredApp(t, func(c *config.Config) {
 		c.Usage.Caps = map[string]usage.Cap{usage.ScopeAmbient: {DailyTokens: 1}}
+		c.Sentinel.Policy.Location = time.FixedZone("CET", 3600) // the owner's zone
 	})
 	srv.On(fakeopenai.Offers(sentinel.PlannerToolName), fakeopenai.Always(fakeopenai.Call(sentinel.PlannerToolName,
 		`{"action":"skip","reason":"nothing to say","priority":"low","proactivity_score":0.1}`)))
@@ -202,7 +204,7 @@ func TestAmbientCapPausesUntilNextDay(t *testing.T) {
 		t.Fatal(err)
 	}
 	if evs := pauseEvents(t, a); evs != 1 {
-		t.Fatalf("%d %s events, want 1", evs, KindUsagePaused)
+		t.Fatalf("%d %s events, want 1", evs, eventlog.KindUsagePaused)
 	}
 
 	// Requested work fails open.
@@ -218,21 +220,33 @@ func TestAmbientCapPausesUntilNextDay(t *testing.T) {
 		t.Fatalf("cron + chat made %d calls, want 2", afterRequested-1)
 	}
 
-	// Midnight in the owner's zone: a fresh day, ambient work resumes.
-	clk.Set(time.Date(2025, 3, 5, 0, 1, 0, 0, time.UTC))
+	// Still paused at 23:59 in the owner's zone (UTC+1 here, so UTC 22:59).
+	clk.Set(time.Date(2025, 3, 4, 22, 59, 0, 0, time.UTC))
+	if o, _ := a.Heartbeat().TickOnce(ctx); o.Route != heartbeat.RouteError || requests() != afterRequested {
+		t.Fatalf("heartbeat before the owner's midnight: %+v", o)
+	}
+	// Past the owner's midnight: a fresh day, ambient work resumes.
+	clk.Set(time.Date(2025, 3, 4, 23, 1, 0, 0, time.UTC))
 	if o, err := a.Heartbeat().TickOnce(ctx); err != nil || o.Route != heartbeat.RouteSkip {
-		t.Fatalf("heartbeat after midnight: %+v %v", o, err)
+		t.Fatalf("heartbeat after the owner's midnight: %+v %v", o, err)
 	}
 	if requests() != afterRequested+1 {
 		t.Fatal("the heartbeat did not call the model the next day")
 	}
-	// Reaching the cap again the new day is a new pause: one more notice.
+	// Reaching the cap again the new day is a new pause: one more notice
+	// and one more event.
 	clk.Advance(30 * time.Minute)
 	if o, _ := a.Heartbeat().TickOnce(ctx); o.Route != heartbeat.RouteError {
 		t.Fatalf("heartbeat over the new day's cap: %+v", o)
 	}
 	if n := term.containing("Usage cap reached"); n != 2 {
 		t.Fatalf("%d pause notices after the second day's pause, want 2", n)
+	}
+	if err := a.FlushEvents(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if evs := pauseEvents(t, a); evs != 2 {
+		t.Fatalf("%d %s events after two pauses, want 2", evs, eventlog.KindUsagePaused)
 	}
 }
 
@@ -244,7 +258,7 @@ func pauseEvents(t *testing.T, a *Runtime) int {
 	}
 	n := 0
 	for _, e := range evs {
-		if e.Kind == KindUsagePaused {
+		if e.Kind == eventlog.KindUsagePaused {
 			n++
 		}
 	}
