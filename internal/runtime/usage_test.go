@@ -264,3 +264,43 @@ func pauseEvents(t *testing.T, a *Runtime) int {
 	}
 	return n
 }
+
+// A Sentinel spawn is ambient work: its micro-agent's calls are charged to
+// the Sentinel (and so held to its caps), not to "subagent", and the tick
+// that started it is no silent tick.
+func TestSentinelSpawnChargedToSentinel(t *testing.T) {
+	a, _, srv := newMeteredApp(t, nil)
+	srv.On(fakeopenai.Offers(sentinel.PlannerToolName), fakeopenai.Always(fakeopenai.Call(sentinel.PlannerToolName,
+		`{"action":"spawn_agent","spawn_task":"summarise my unread mail","target_session":"cli:local","priority":"high",`+
+			`"proactivity_score":0.9,"reason":"inbox piling up","topic":"mail"}`)))
+	ctx := context.Background()
+	var term captured
+	if _, err := a.Attach(ctx, "cli:local", SurfaceFunc(term.deliver)); err != nil {
+		t.Fatal(err)
+	}
+	if out := a.Sentinel().Runner.TickOnce(ctx); !out.Delivered() {
+		t.Fatalf("spawn not started: %+v", out.Record())
+	}
+	eventually(t, "the spawn's result shown", func() bool { return term.containing("fake reply") > 0 })
+	a.Subagents().Wait()
+	all, err := a.Usage().Calls(ctx, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var calls []usage.Call
+	for _, c := range all {
+		if c.Origin != "discovery" { // the tick's daily discovery, also due
+			calls = append(calls, c)
+		}
+	}
+	if len(calls) != 2 {
+		t.Fatalf("calls: %+v", calls)
+	}
+	tick, spawned := calls[0], calls[1]
+	if tick.Origin != "sentinel" || !tick.Tick || tick.Silent {
+		t.Errorf("the tick's call: %+v", tick)
+	}
+	if spawned.Origin != "sentinel" || !strings.HasPrefix(spawned.Conversation, "subagent:") || spawned.Tick {
+		t.Errorf("the spawned micro-agent's call: %+v", spawned)
+	}
+}
