@@ -39,6 +39,7 @@ func newRootCmd() *cobra.Command {
 	)
 	root.AddCommand(newApprovalsCmd(g))
 	root.AddCommand(newSkillsCmd(g))
+	root.AddCommand(newUsageCmd(g))
 	root.AddCommand(newSandboxExecCmd())
 	return root
 }

@@ -124,6 +124,10 @@ func (a *Agent) AddTurnContext(c TurnContext) { a.contexts = append(a.contexts, 
 // Tools returns the registry, for wiring tools that need the agent.
 func (a *Agent) Tools() *tools.Registry { return a.o.Tools }
 
+// ExtraUsageOrigin, in a TurnRequest's Extras, names the origin usage
+// accounting charges the turn's model calls to instead of the request's.
+const ExtraUsageOrigin = "usage_origin"
+
 // ErrMaxIterations is returned when the model keeps calling tools past the cap.
 var ErrMaxIterations = errors.New("agent: the model did not finish within the iteration cap")
 
@@ -170,6 +174,13 @@ func (a *Agent) RunTurn(ctx context.Context, t *spine.Turn) (string, error) {
 
 	var reply string
 	done := false
+	// Usage accounting charges each model call to the turn's origin, or
+	// to the ambient source that started it (ExtraUsageOrigin).
+	origin, ok := req.Extras[ExtraUsageOrigin].(string)
+	if !ok {
+		origin = string(req.Origin)
+	}
+	callCtx := llm.WithCallTag(ctx, llm.CallTag{Origin: origin, Conversation: conv})
 	for i := 0; i < a.o.Config.MaxIterations; i++ {
 		// Mid-turn user input: merge what arrived since the last model call.
 		for _, inj := range t.Drain() {
@@ -178,7 +189,7 @@ func (a *Agent) RunTurn(ctx context.Context, t *spine.Turn) (string, error) {
 			fresh = append(fresh, m)
 			log.Info("merged injected message into running turn")
 		}
-		resp, err := a.o.Provider.Chat(ctx, llm.Request{
+		resp, err := a.o.Provider.Chat(callCtx, llm.Request{
 			Model: a.o.Config.Model, Messages: msgs, Tools: toolDefs, MaxTokens: a.o.Config.MaxTokens,
 		})
 		if err != nil {

@@ -100,6 +100,8 @@ var keyCases = map[string]keyCase{
 	"channels.telegram.allow_chats":             {good: "-1001234,-1005678", bad: "0"},
 	"channels.telegram.api_url":                 {good: "http://127.0.0.1:8081", bad: "localhost:8081"},
 	"log.format":                                {good: "json", bad: "xml"},
+	"usage.caps":                                {good: `{"sentinel":{"daily_tokens":100000,"monthly_usd":5}}`, bad: `{"nobody":{"daily_tokens":1}}`},
+	"usage.prices":                              {good: `{"openai/gpt-4o-mini":{"input":0.15,"output":0.6,"cached":0.075}}`, bad: `{"openai/gpt-4o-mini":{"input":-1,"output":0}}`},
 	"log.level":                                 {good: "debug", bad: "loud"},
 }
 

@@ -31,6 +31,7 @@ import (
 	"github.com/raven-agent/raven/internal/sqlitedb"
 	"github.com/raven-agent/raven/internal/statefile"
 	"github.com/raven-agent/raven/internal/tools"
+	"github.com/raven-agent/raven/internal/usage"
 	"github.com/raven-agent/raven/internal/wake"
 )
 
@@ -131,6 +132,8 @@ type Runtime struct {
 	shutdownReason string
 
 	db        *sql.DB
+	usage     *usage.Store
+	meter     *usage.Meter
 	sessions  *session.Store
 	provider  llm.Provider // nil when no model is configured
 	planner   llm.Provider
@@ -213,6 +216,7 @@ func Build(ctx context.Context, o Options) (*Runtime, error) {
 		run  func(context.Context, Options) error
 	}{
 		{"database", r.buildStore},
+		{"usage", r.buildUsage},
 		{"model", r.buildModels},
 		{"agent", r.buildAgent},
 		{"web", r.buildWeb},

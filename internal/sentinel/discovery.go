@@ -127,7 +127,7 @@ func (t *TaskDiscoverer) Discover(ctx context.Context, pc PlannerContext) execut
 		offered = t.ToolNames()
 	}
 	temp := 0.3
-	resp, err := t.Provider.Chat(ctx, llm.Request{
+	resp, err := t.Provider.Chat(llm.WithCallTag(ctx, llm.CallTag{Origin: llm.OriginDiscovery}), llm.Request{
 		Model: t.Model,
 		Messages: []llm.Message{
 			{Role: llm.RoleSystem, Content: discoverySystemPrompt(maxOpt, offered)},

@@ -208,7 +208,7 @@ func (d *DailyAnalysis) run(ctx context.Context, day string, now time.Time) Anal
 		input = input[len(input)-analysisInputMax:]
 	}
 	temp := 0.1
-	resp, err := d.o.Provider.Chat(ctx, llm.Request{
+	resp, err := d.o.Provider.Chat(llm.WithCallTag(ctx, llm.CallTag{Origin: llm.OriginAnalysis}), llm.Request{
 		Model: d.o.Model,
 		Messages: []llm.Message{
 			{Role: llm.RoleSystem, Content: analysisSystemPrompt},
