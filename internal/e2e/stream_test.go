@@ -1,0 +1,63 @@
+package e2e
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/raven-agent/raven/internal/llm/fakeopenai"
+)
+
+// §4: `raven chat -m` streams: with the model holding the rest of its
+// reply after the first words, those words are already on stdout while the
+// command still runs; once released the whole reply is there, once, with
+// a line for the tool call the model made first.
+func TestChatOneShotStreams(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, Options{})
+	hold := make(chan struct{})
+	e.Model.Enqueue(fakeopenai.Reply{Text: "Let me look. ", ToolCalls: []fakeopenai.ToolCall{{Name: "list_dir", Arguments: `{"path":"."}`}}},
+		fakeopenai.Reply{Text: "Your workspace is empty, nothing to tidy.", Hold: hold})
+	p := e.Start("chat", "-m", "tidy my workspace")
+	p.WaitStdout(20*time.Second, "Your ")
+	select {
+	case <-p.Exited():
+		t.Fatalf("chat -m exited before the reply was complete:\n%s", p.Stdout())
+	default:
+	}
+	if got := p.Stdout(); strings.Contains(got, "nothing to tidy") || !strings.Contains(got, "Let me look. \n· list_dir {\"path\":\".\"}\n") {
+		t.Fatalf("partial output = %q", got)
+	}
+	close(hold)
+	r := p.Wait(20 * time.Second)
+	want := "Let me look. \n· list_dir {\"path\":\".\"}\nYour workspace is empty, nothing to tidy.\n"
+	if r.Code != 0 || r.Stdout != want {
+		t.Fatalf("chat -m streamed:\n%q\nwant\n%q\n%s", r.Stdout, want, r)
+	}
+	for _, req := range e.Model.Requests() {
+		if !req.Stream {
+			t.Fatalf("a user turn's model call did not stream:\n%s", e.Model)
+		}
+	}
+}
+
+// §4: with --no-stream (and with agent.stream false) the call is not
+// streamed and the reply is printed whole, once.
+func TestChatOneShotNoStream(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, Options{})
+	r := e.MustRun("chat", "--no-stream", "-m", "hello there")
+	if r.Stdout != "fake reply to: hello there\n" {
+		t.Fatalf("chat --no-stream -m = %q", r.Stdout)
+	}
+	e.SetConfig("agent.stream", "false")
+	r = e.MustRun("chat", "-m", "hello again")
+	if r.Stdout != "fake reply to: hello again\n" {
+		t.Fatalf("chat -m with agent.stream false = %q", r.Stdout)
+	}
+	for _, req := range e.Model.Requests() {
+		if req.Stream {
+			t.Fatalf("a model call streamed with streaming off:\n%s", e.Model)
+		}
+	}
+}
