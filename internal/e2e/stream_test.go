@@ -61,3 +61,25 @@ func TestChatOneShotNoStream(t *testing.T) {
 		}
 	}
 }
+
+// §4: the interactive chat streams too: the first words of a held reply
+// are shown while the turn runs, then the rest on the same line.
+func TestChatREPLStreams(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, Options{})
+	hold := make(chan struct{})
+	e.Model.Enqueue(fakeopenai.Reply{Text: "Streaming into the terminal.", Hold: hold})
+	p := e.Start("chat")
+	p.WaitStdout(20*time.Second, "Ctrl-D exits")
+	p.Send("stream something")
+	p.WaitStdout(20*time.Second, "Streaming ")
+	if strings.Contains(p.Stdout(), "terminal.") {
+		t.Fatalf("reply complete before release:\n%s", p.Stdout())
+	}
+	close(hold)
+	p.WaitStdout(20*time.Second, "Streaming into the terminal.\n")
+	p.CloseStdin()
+	if r := p.Wait(20 * time.Second); r.Code != 0 || strings.Count(r.Stdout, "Streaming") != 1 {
+		t.Fatalf("chat:\n%s", r)
+	}
+}
