@@ -1,10 +1,13 @@
 package e2e
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/raven-agent/raven/internal/controlapi"
+	"github.com/raven-agent/raven/internal/controlapi/api"
 	"github.com/raven-agent/raven/internal/llm/fakeopenai"
 )
 
@@ -81,5 +84,62 @@ func TestChatREPLStreams(t *testing.T) {
 	p.CloseStdin()
 	if r := p.Wait(20 * time.Second); r.Code != 0 || strings.Count(r.Stdout, "Streaming") != 1 {
 		t.Fatalf("chat:\n%s", r)
+	}
+}
+
+// §4: a gateway streams a reply to a TUI connection as chat.delta
+// notifications (partial text while the model holds the rest, the tool
+// call line), then the whole reply as chat.message.
+func TestGatewayStreamsChatDelta(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, Options{})
+	g := e.StartGateway()
+	defer g.Stop()
+	const conv = "tui:main"
+	hold := make(chan struct{})
+	e.Model.Enqueue(fakeopenai.Call("list_dir", map[string]any{"path": "."}),
+		fakeopenai.Reply{Text: "The workspace is empty.", Hold: hold})
+	c := e.Dial()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := controlapi.Invoke(ctx, c, api.ChatAttach, api.ChatAttachParams{Conversation: conv}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := controlapi.Invoke(ctx, c, api.ChatSend, api.ChatSendParams{Conversation: conv, Text: "what's there?"}); err != nil {
+		t.Fatal(err)
+	}
+	var seen []string
+	for {
+		select {
+		case n, ok := <-c.Notifications():
+			if !ok {
+				t.Fatalf("connection closed\n%s", g.Log())
+			}
+			if d, ok, err := controlapi.DecodeNotification(n, api.NotifyChatDelta); ok {
+				if err != nil || d.Conversation != conv {
+					t.Fatalf("chat.delta %+v %v", d, err)
+				}
+				if d.Tool != nil {
+					seen = append(seen, "tool:"+d.Tool.Name)
+				} else {
+					seen = append(seen, d.Text)
+				}
+				if d.Text == "The " {
+					close(hold) // the first words arrived while the rest was held
+				}
+				continue
+			}
+			m, ok, err := controlapi.DecodeNotification(n, api.NotifyChatMessage)
+			if !ok || err != nil || !m.Reply {
+				continue
+			}
+			want := []string{"tool:list_dir", "The ", "workspace ", "is ", "empty."}
+			if m.Content != "The workspace is empty." || strings.Join(seen, "|") != strings.Join(want, "|") {
+				t.Fatalf("reply %q after deltas %q", m.Content, seen)
+			}
+			return
+		case <-ctx.Done():
+			t.Fatalf("no streamed reply; deltas %q\n%s", seen, g.Log())
+		}
 	}
 }
