@@ -25,9 +25,13 @@ func (a *Agent) deltas(ctx context.Context, req spine.TurnRequest) func(llm.Delt
 }
 
 // streamToolCalls tells the streaming surfaces which tools the model is
-// about to run, one note per call.
+// about to run, one note per call. A tool that puts a question to the
+// owner (ask_user) gets none: the question itself is what they see.
 func (a *Agent) streamToolCalls(ctx context.Context, req spine.TurnRequest, calls []llm.ToolCall) {
 	for _, c := range calls {
+		if t, ok := a.o.Tools.Get(c.Name); ok && waitsForOwner(t) {
+			continue
+		}
 		a.o.Stream.Stream(ctx, spine.Delta{Channel: req.Channel, ChatID: req.ChatID,
 			Tool: &spine.ToolNote{Name: c.Name, Arguments: c.Arguments}})
 	}
