@@ -80,6 +80,8 @@ var keyCases = map[string]keyCase{
 	"channels.telegram.allow_from":              {good: "42,43", bad: "-5"},
 	"channels.telegram.allow_chats":             {good: "-1001234,-1005678", bad: "0"},
 	"channels.telegram.api_url":                 {good: "http://127.0.0.1:8081", bad: "localhost:8081"},
+	"channels.telegram.stream":                  {good: "false", bad: "edits"},
+	"channels.telegram.stream_interval":         {good: "3s", bad: "10ms"},
 	"log.format":                                {good: "json", bad: "xml"},
 	"log.level":                                 {good: "debug", bad: "loud"},
 }
