@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/raven-agent/raven/internal/channels/telegramtest"
 	"github.com/raven-agent/raven/internal/controlapi"
 	"github.com/raven-agent/raven/internal/controlapi/api"
 	"github.com/raven-agent/raven/internal/llm/fakeopenai"
@@ -141,5 +142,30 @@ func TestGatewayStreamsChatDelta(t *testing.T) {
 		case <-ctx.Done():
 			t.Fatalf("no streamed reply; deltas %q\n%s", seen, g.Log())
 		}
+	}
+}
+
+// §4: through the gateway, a Telegram reply is sent at its first words
+// (plain) while the model still writes, and the same message is edited
+// into the whole, formatted reply: one message, not two.
+func TestGatewayTelegramStreams(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, Options{})
+	bot := telegramtest.New(t)
+	e.PatchConfig(map[string]any{"channels.telegram.enabled": true, "channels.telegram.token": telegramtest.Token,
+		"channels.telegram.allow_from": []int64{42}, "channels.telegram.api_url": bot.URL})
+	hold := make(chan struct{})
+	e.Model.Enqueue(fakeopenai.Reply{Text: "All is well today.", Hold: hold})
+	g := e.StartGateway()
+	defer g.Stop()
+	bot.Push(42, 42, "how are things?")
+	first := bot.Next(t)
+	if first.Edit || first.Text != "All " || first.ParseMode != "" {
+		t.Fatalf("first send %+v\n%s", first, g.Log())
+	}
+	close(hold)
+	final := bot.NextReply(t)
+	if !final.Edit || final.MessageID != first.MessageID || final.Text != `All is well today\.` {
+		t.Fatalf("final %+v", final)
 	}
 }
