@@ -118,6 +118,10 @@ func TestDemoShowsEveryPath(t *testing.T) {
 		{"webhook", `401 Unauthorized {"error":"webhook: signature timestamp outside the window"}`},
 		{"webhook", `409 Conflict {"error":"webhook: request already seen"}`},
 		{"webhook", "4 requests, 1 reached the dispatcher"},
+		{"streaming", "tool line: · list_dir {\"path\":\"notes\"}"},
+		{"streaming", "stream + “Your”"},
+		{"streaming", "→ cli:direct “Your notes folder holds plumber.md and shopping.md.”"},
+		{"streaming", "2 model calls streamed (stream: true, include_usage), 8 deltas shown"},
 	} {
 		if !strings.Contains(flat, norm(want.text)) {
 			t.Errorf("section %s: output lacks %q", want.section, want.text)
