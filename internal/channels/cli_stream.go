@@ -35,8 +35,10 @@ type cliStreamState struct {
 	// streamed is the reply text since the last tool line: what the
 	// turn's final reply begins with when nothing rewrote it.
 	streamed strings.Builder
-	// line is the unfinished last line on the terminal.
+	// line is the unfinished last line on the terminal, kept only when
+	// redrawing; open says whether there is one.
 	line string
+	open bool
 	busy bool
 }
 
@@ -103,21 +105,24 @@ func (c *CLI) finish(reply string) error {
 
 // text shows s after the unfinished line.
 func (c *CLI) text(s string) {
-	full := c.st.line + s
-	if c.o.Redraw {
-		c.write(full)
-	} else {
+	if !c.o.Redraw {
 		c.write(s)
+		if s != "" {
+			c.st.open = s[len(s)-1] != '\n'
+		}
+		return
 	}
+	full := c.st.line + s
+	c.write(full)
 	if i := strings.LastIndexByte(full, '\n'); i >= 0 {
 		full = full[i+1:]
 	}
-	c.st.line = full
+	c.st.line, c.st.open = full, full != ""
 }
 
 // endLine finishes an unfinished line so the next output starts a line.
 func (c *CLI) endLine() {
-	if c.st.line != "" {
+	if c.st.open {
 		c.text("\n")
 	}
 }
