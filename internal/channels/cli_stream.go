@@ -22,9 +22,10 @@ const maxToolLineArgs = 100
 
 // CLIStream says how a CLI shows a streamed reply.
 type CLIStream struct {
-	// Redraw is set when the writer redraws its last line around every
-	// write (readline on a terminal, keeping its prompt below the output):
-	// each write then repeats the unfinished line instead of appending.
+	// Redraw is set when the writer redraws its prompt line around every
+	// write (readline on a terminal). The unfinished line of a reply is
+	// then shown on a line of its own above the prompt, and each write
+	// erases and repeats it.
 	Redraw bool
 	// Busy shows BusyIndicator from Begin to the first token: for
 	// terminals only, it is noise in a pipe or a log.
@@ -40,7 +41,14 @@ type cliStreamState struct {
 	line string
 	open bool
 	busy bool
+	// shown: a redrawn line (the open line, or the busy indicator) sits
+	// above the prompt and the next write replaces it.
+	shown bool
 }
+
+// eraseAbove moves to the line above the prompt and clears it.
+const eraseAbove = "\033[A\r\033[2K"
+
 
 // NewStreamingCLI returns a CLI outlet that also shows replies while they
 // are written.
@@ -53,8 +61,13 @@ func (c *CLI) Begin() {
 	c.endLine()
 	c.st.streamed.Reset()
 	if c.o.Busy {
-		c.write(BusyIndicator)
 		c.st.busy = true
+		if c.o.Redraw {
+			c.write(BusyIndicator + "\n")
+			c.st.shown = true
+			return
+		}
+		c.write(BusyIndicator)
 	}
 }
 
@@ -113,7 +126,15 @@ func (c *CLI) text(s string) {
 		return
 	}
 	full := c.st.line + s
-	c.write(full)
+	out := full
+	if c.st.shown {
+		out = eraseAbove + out
+	}
+	c.st.shown = !strings.HasSuffix(full, "\n")
+	if c.st.shown {
+		out += "\n"
+	}
+	c.write(out)
 	if i := strings.LastIndexByte(full, '\n'); i >= 0 {
 		full = full[i+1:]
 	}
@@ -122,6 +143,15 @@ func (c *CLI) text(s string) {
 
 // endLine finishes an unfinished line so the next output starts a line.
 func (c *CLI) endLine() {
+	if c.o.Redraw {
+		// The open line is on screen, ended: it just stops being redrawn.
+		// The busy indicator alone goes.
+		if c.st.shown && !c.st.open {
+			c.write(eraseAbove)
+		}
+		c.st.line, c.st.open, c.st.shown = "", false, false
+		return
+	}
 	if c.st.open {
 		c.text("\n")
 	}
