@@ -49,7 +49,6 @@ type cliStreamState struct {
 // eraseAbove moves to the line above the prompt and clears it.
 const eraseAbove = "\033[A\r\033[2K"
 
-
 // NewStreamingCLI returns a CLI outlet that also shows replies while they
 // are written.
 func NewStreamingCLI(w io.Writer, o CLIStream) *CLI { return &CLI{w: w, o: o} }
