@@ -110,3 +110,21 @@ func TestTelegramStreamEndsWithTurn(t *testing.T) {
 		t.Fatal("ended stream still registered")
 	}
 }
+
+// Which outlets stream: the terminal and Telegram do; the webhook posts
+// each reply whole, once, so its receiver never sees half a reply.
+func TestWhichOutletsStream(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		o    spine.Outlet
+		want bool
+	}{
+		{"cli", NewCLI(nil), true},
+		{"telegram", &Telegram{}, true},
+		{"webhook", &WebhookOutlet{}, false},
+	} {
+		if _, got := c.o.(spine.Streamer); got != c.want {
+			t.Errorf("%s streams = %v, want %v", c.name, got, c.want)
+		}
+	}
+}
