@@ -286,7 +286,8 @@ func (r *Runtime) buildAgent(_ context.Context, o Options) error {
 		Clock: r.clk, Logger: r.log.With("component", "agent"),
 		Config: agent.Config{SystemPrompt: ac.SystemPrompt, MaxIterations: ac.MaxIterations,
 			HistoryTailBytes: ac.HistoryTailBytes, RecentMessages: ac.RecentMessages, MaxTokens: ac.MaxTokens,
-			ToolTimeout: ac.ToolTimeout.D()},
+			ToolTimeout: ac.ToolTimeout.D(), Stream: ac.Stream},
+		Stream: r.hub,
 	})
 	r.scheduler = spine.NewScheduler(r.runTurn, r.hub, spine.Options{
 		Pools: pools, Logger: r.log.With("component", "spine"),
@@ -304,8 +305,8 @@ func (r *Runtime) buildAgent(_ context.Context, o Options) error {
 	r.subagents = agent.NewSubagentManager(r.ctx, r.scheduler.Submit, r.postOrResolve, r.log.With("component", "subagent"))
 	// The owner's interactive surfaces: a message for cli or tui reaches
 	// whoever is attached to its conversation, and nobody else.
-	r.hub.Register(CLIChannel, spine.OutletFunc(r.surfaces.deliver))
-	r.hub.Register(channels.TUIChannel, spine.OutletFunc(r.surfaces.deliver))
+	r.hub.Register(CLIChannel, surfaceOutlet{r.surfaces})
+	r.hub.Register(channels.TUIChannel, surfaceOutlet{r.surfaces})
 	return RegisterBuiltinTools(r.toolReg, r.workspace, r.cfg, r.hub, r.subagents)
 }
 
