@@ -15,6 +15,7 @@ import (
 	"github.com/raven-agent/raven/internal/cron"
 	"github.com/raven-agent/raven/internal/heartbeat"
 	"github.com/raven-agent/raven/internal/llm/providers"
+	"github.com/raven-agent/raven/internal/mcp"
 	"github.com/raven-agent/raven/internal/sentinel"
 	"github.com/raven-agent/raven/internal/strictjson"
 )
@@ -33,8 +34,13 @@ type Config struct {
 	Heartbeat HeartbeatConfig `json:"heartbeat"`
 	Gateway   GatewayConfig   `json:"gateway"`
 	Channels  ChannelsConfig  `json:"channels"`
+	MCP       MCPConfig       `json:"mcp"`
 	Log       LogConfig       `json:"log"`
 }
+
+// MCPConfig is the "mcp" section (MCP servers); package mcp owns it and
+// its defaults.
+type MCPConfig = mcp.Config
 
 // ProvidersConfig is the "providers" section; package providers owns it
 // and its defaults.
@@ -64,6 +70,7 @@ func Default() Config {
 		Heartbeat: heartbeat.DefaultConfig(),
 		Gateway:   defaultGateway(),
 		Channels:  channels.DefaultConfig(),
+		MCP:       mcp.DefaultConfig(),
 		Log:       LogConfig{Format: "text", Level: "info"},
 	}
 }
@@ -190,6 +197,9 @@ func (c *Config) Validate() error {
 		return err
 	}
 	if err := c.Gateway.validate(); err != nil {
+		return err
+	}
+	if err := section("mcp", c.MCP.Validate()); err != nil {
 		return err
 	}
 	return nil

@@ -79,6 +79,8 @@ var keyCases = map[string]keyCase{
 	"channels.telegram.allow_from":              {good: "42,43", bad: "-5"},
 	"channels.telegram.allow_chats":             {good: "-1001234,-1005678", bad: "0"},
 	"channels.telegram.api_url":                 {good: "http://127.0.0.1:8081", bad: "localhost:8081"},
+	"mcp.servers":                               {good: `{"fs":{"command":"/usr/bin/mcp-fs","args":["--root","."]},"web":{"url":"https://mcp.example.com/mcp","headers":{"Authorization":"Bearer x"}}}`, bad: `{"Bad Name":{"command":"x"}}`},
+	"mcp.call_timeout":                          {good: "30s", bad: "1ms"},
 	"log.format":                                {good: "json", bad: "xml"},
 	"log.level":                                 {good: "debug", bad: "loud"},
 }

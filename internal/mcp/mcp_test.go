@@ -285,4 +285,3 @@ func (a *approver) Approve(_ context.Context, command, _ string, grants []string
 	a.asked = append(a.asked, strings.Join(grants, ",")+" "+command)
 	return false, nil
 }
-
