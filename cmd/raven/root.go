@@ -39,6 +39,7 @@ func newRootCmd() *cobra.Command {
 	)
 	root.AddCommand(newApprovalsCmd(g))
 	root.AddCommand(newSandboxExecCmd())
+	root.AddCommand(newMCPCmd(g))
 	return root
 }
 
