@@ -156,4 +156,3 @@ func childrenOf(t *testing.T, pid int) []string {
 	}
 	return out
 }
-
