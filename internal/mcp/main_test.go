@@ -42,7 +42,7 @@ type env struct {
 	reg           *tools.Registry
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t testing.TB) *env {
 	t.Helper()
 	root := t.TempDir()
 	ws := filepath.Join(root, "workspace")
