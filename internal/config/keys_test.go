@@ -304,3 +304,53 @@ func TestApplyTakesOnlyNamedKeys(t *testing.T) {
 		t.Fatal("Apply accepted an unknown key")
 	}
 }
+
+// TestMapEntryKeys: the entries of a map of sections (mcp.servers.NAME)
+// are reached field by field, validated as a whole, and unset one by one.
+func TestMapEntryKeys(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "config.json")
+	steps := []struct{ key, value string }{
+		{"mcp.servers.fs.command", "/usr/bin/mcp-fs"},
+		{"mcp.servers.fs.args", "--root,."},
+		{"mcp.servers.fs.call_timeout", "5s"},
+		{"mcp.servers.web", `{"url":"https://mcp.example.com/mcp"}`},
+	}
+	for _, s := range steps {
+		if err := Set(p, s.key, s.value); err != nil {
+			t.Fatalf("set %s: %v", s.key, err)
+		}
+	}
+	cfg, err := Load(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs := cfg.MCP.Servers["fs"]
+	if fs.Command != "/usr/bin/mcp-fs" || strings.Join(fs.Args, " ") != "--root ." || fs.CallTimeout.D() != 5*time.Second || cfg.MCP.Servers["web"].URL == "" {
+		t.Fatalf("servers = %+v", cfg.MCP.Servers)
+	}
+	if v, err := Get(cfg, "mcp.servers.fs.command"); err != nil || v != "/usr/bin/mcp-fs" {
+		t.Fatalf("get = %v %v", v, err)
+	}
+	if k, err := LookupKey("mcp.servers.fs.command"); err != nil || k.Type != "string" || k.Secret {
+		t.Fatalf("command key = %+v %v", k, err)
+	}
+	k, err := LookupKey("mcp.servers.fs.env")
+	if err != nil || k.Type != "JSON" || !k.Secret {
+		t.Fatalf("env key = %+v %v", k, err)
+	}
+	// A field that would make the entry invalid is refused, naming it.
+	err = Set(p, "mcp.servers.fs.url", "https://x.example.com")
+	var ce *Error
+	if !errors.As(err, &ce) || !strings.Contains(err.Error(), `server "fs"`) || !strings.Contains(err.Error(), "not both") {
+		t.Fatalf("set url beside command: %v", err)
+	}
+	if _, err := LookupKey("mcp.servers.fs.nope"); err == nil || !strings.Contains(err.Error(), "known here: command, args") {
+		t.Fatalf("unknown field: %v", err)
+	}
+	if err := Unset(p, "mcp.servers.web"); err != nil {
+		t.Fatal(err)
+	}
+	if cfg, _ = Load(p); len(cfg.MCP.Servers) != 1 {
+		t.Fatalf("after unset: %+v", cfg.MCP.Servers)
+	}
+}

@@ -45,7 +45,7 @@ type Config struct {
 type ServerConfig struct {
 	Command string            `json:"command,omitempty"`
 	Args    []string          `json:"args,omitempty"`
-	Env     map[string]string `json:"env,omitempty"`
+	Env     map[string]string `json:"env,omitempty" config:"secret"`
 	// Cwd is the server's working directory, inside the workspace (a
 	// relative path is taken from the workspace); default the workspace.
 	Cwd string `json:"cwd,omitempty"`
@@ -54,7 +54,7 @@ type ServerConfig struct {
 	Network bool `json:"network,omitempty"`
 
 	URL     string            `json:"url,omitempty"`
-	Headers map[string]string `json:"headers,omitempty"`
+	Headers map[string]string `json:"headers,omitempty" config:"secret"`
 
 	CallTimeout configtype.Duration `json:"call_timeout,omitempty"`
 	IdleTimeout configtype.Duration `json:"idle_timeout,omitempty"`
