@@ -233,8 +233,12 @@ func entryKey(keys []Key, name string) (Key, bool, error) {
 	return Key{}, false, nil
 }
 
-// JSON returns the key's value in cfg as JSON; an absent list is [].
+// JSON returns the key's value in cfg as JSON; an absent list is [], an
+// absent map entry null.
 func (k Key) JSON(cfg Config) json.RawMessage {
+	if k.entry != "" && k.sub == nil && !reflect.ValueOf(cfg).FieldByIndex(k.index).MapIndex(reflect.ValueOf(k.entry)).IsValid() {
+		return json.RawMessage("null")
+	}
 	v := k.value(&cfg)
 	if v.Kind() == reflect.Slice && v.IsNil() {
 		return json.RawMessage("[]")

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -28,7 +27,7 @@ func mcpServerBin(t *testing.T, dir string) string {
 
 // withMCPServers installs the server binary in e's workspace (the sandbox
 // shows a server nothing else) and configures it under each name with
-// `raven config set mcp.servers`.
+// `raven config set mcp.servers.NAME.command`.
 func withMCPServers(t *testing.T, e *Env, server string, names ...string) {
 	t.Helper()
 	bin := e.Path("workspace", "mcp-test-server")
@@ -39,12 +38,9 @@ func withMCPServers(t *testing.T, e *Env, server string, names ...string) {
 	if err := os.WriteFile(bin, raw, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	servers := map[string]any{}
 	for _, n := range names {
-		servers[n] = map[string]any{"command": bin}
+		e.MustRun("config", "set", "mcp.servers."+n+".command", bin)
 	}
-	b, _ := json.Marshal(servers)
-	e.MustRun("config", "set", "mcp.servers", string(b))
 }
 
 // §1: a stdio MCP server configured with `raven config set` is reached by

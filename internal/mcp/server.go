@@ -261,13 +261,16 @@ func (s *server) call(ctx context.Context, tool string, args json.RawMessage) (R
 // fail stops the server after a crash or hang, if c is still its session.
 func (s *server) fail(c *conn, err error) {
 	s.mu.Lock()
-	if s.conn == c {
+	mine := s.conn == c
+	if mine {
 		s.conn = nil
 		s.failLocked(err)
 	}
 	s.mu.Unlock()
 	c.kill()
-	s.m.o.Logger.Warn("mcp server stopped", "server", s.name, "err", err)
+	if mine { // else watch saw it end first, and said so
+		s.m.o.Logger.Warn("mcp server stopped", "server", s.name, "err", err)
+	}
 }
 
 // watch notices a server that ends on its own.
