@@ -95,13 +95,17 @@ type Options struct {
 // it when idle, restarts a crashed one with backoff, and keeps the
 // registry's NAME__tool entries in step with what each server lists.
 type Manager struct {
-	o       Options
-	client  *sdk.Client
-	servers map[string]*server
-	names   []string
-	ctx     context.Context
-	cancel  context.CancelFunc
-	wg      sync.WaitGroup
+	o Options
+	// client is made at the first start: building it touches megabytes of
+	// the binary, which an idle gateway whose servers never start should
+	// not pay for (idle RSS).
+	clientOnce sync.Once
+	client     *sdk.Client
+	servers    map[string]*server
+	names      []string
+	ctx        context.Context
+	cancel     context.CancelFunc
+	wg         sync.WaitGroup
 	// regMu orders registry updates of concurrent listings.
 	regMu      sync.Mutex
 	registered map[string][]string // server -> exposed tool names
@@ -132,9 +136,6 @@ func New(o Options) (*Manager, error) {
 	}
 	m := &Manager{o: o, servers: make(map[string]*server), names: o.Config.Names(), registered: make(map[string][]string)}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
-	m.client = sdk.NewClient(&sdk.Implementation{Name: "raven", Version: o.Version}, &sdk.ClientOptions{
-		Logger: o.Logger.With("component", "mcp-sdk"),
-	})
 	for _, n := range m.names {
 		m.servers[n] = &server{name: n, cfg: o.Config.effective(o.Config.Servers[n]), m: m}
 	}
@@ -274,6 +275,15 @@ func (m *Manager) Close(ctx context.Context) error {
 	case <-ctx.Done():
 		return fmt.Errorf("mcp: close: servers still stopping: %w", ctx.Err())
 	}
+}
+
+func (m *Manager) sdkClient() *sdk.Client {
+	m.clientOnce.Do(func() {
+		m.client = sdk.NewClient(&sdk.Implementation{Name: "raven", Version: m.o.Version}, &sdk.ClientOptions{
+			Logger: m.o.Logger.With("component", "mcp-sdk"),
+		})
+	})
+	return m.client
 }
 
 func (m *Manager) server(name string) (*server, error) {

@@ -115,7 +115,7 @@ func (m *Manager) startStdio(ctx context.Context, name string, cfg ServerConfig)
 	}
 	var once sync.Once
 	c := &conn{ended: ended, why: why, kill: func() { once.Do(kill) }}
-	sess, err := m.client.Connect(ctx, &sdk.IOTransport{Reader: outR, Writer: inW}, nil)
+	sess, err := m.sdkClient().Connect(ctx, &sdk.IOTransport{Reader: outR, Writer: inW}, nil)
 	if err != nil {
 		c.kill()
 		outR.Close()
@@ -142,7 +142,7 @@ func (m *Manager) startHTTP(ctx context.Context, name string, cfg ServerConfig) 
 	t := &sdk.StreamableClientTransport{Endpoint: cfg.URL, HTTPClient: &hc, MaxRetries: 1,
 		// Raven only calls; it needs no server-initiated stream.
 		DisableStandaloneSSE: true}
-	sess, err := m.client.Connect(ctx, t, nil)
+	sess, err := m.sdkClient().Connect(ctx, t, nil)
 	if err != nil {
 		return nil, fmt.Errorf("%w: server %q at %s: %v", ErrStart, name, cfg.URL, err)
 	}
