@@ -148,7 +148,12 @@ func (m *Manager) startHTTP(ctx context.Context, name string, cfg ServerConfig) 
 	}
 	ended := make(chan struct{})
 	var werr error
-	go func() { werr = sess.Wait(); close(ended) }()
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		werr = sess.Wait()
+		close(ended)
+	}()
 	why := func() string {
 		if werr != nil && !errors.Is(werr, sdk.ErrConnectionClosed) {
 			return "closed the session: " + werr.Error()
