@@ -157,7 +157,11 @@ func (a *Agent) RunTurn(ctx context.Context, t *spine.Turn) (string, error) {
 		return "", err
 	}
 	a.addTurnContext(ctx, conv, msgs)
-	toolDefs := a.offeredTools(ctx, conv)
+	// The tools tool_search brings in are offered from the next step of
+	// this turn on.
+	act := tools.NewActivation()
+	ctx = tools.WithActivation(ctx, act)
+	toolDefs, activated := a.offeredTools(ctx, conv, act), 0
 	fresh := []llm.Message{{Role: llm.RoleUser, Content: req.Content}}
 	msgs = append(msgs, fresh[0])
 	fromCron, _ := req.Extras[tools.ExtraFromCron].(bool)
@@ -204,6 +208,9 @@ func (a *Agent) RunTurn(ctx context.Context, t *spine.Turn) (string, error) {
 			a.persist(ctx, req, fresh)
 			return "", context.Cause(ctx)
 		}
+		if n := act.Len(); n != activated {
+			toolDefs, activated = a.offeredTools(ctx, conv, act), n
+		}
 	}
 	if !done {
 		a.persist(ctx, req, fresh)
@@ -235,10 +242,10 @@ func (a *Agent) addTurnContext(ctx context.Context, conv string, msgs []llm.Mess
 	}
 }
 
-// offeredTools is the registry's tool list without the tools that decline
-// this conversation.
-func (a *Agent) offeredTools(ctx context.Context, conv string) []llm.Tool {
-	defs := a.o.Tools.Defs()
+// offeredTools is the registry's tool list for one step (see
+// tools.Registry.Offered) without the tools that decline this conversation.
+func (a *Agent) offeredTools(ctx context.Context, conv string, act *tools.Activation) []llm.Tool {
+	defs := a.o.Tools.Offered(act)
 	out := defs[:0]
 	for _, d := range defs {
 		if t, ok := a.o.Tools.Get(d.Name); ok {

@@ -10,6 +10,9 @@ import (
 type ToolsConfig struct {
 	Exec    ExecConfig    `json:"exec"`
 	AskUser AskUserConfig `json:"ask_user"`
+	// SearchThreshold: with more tools than this, the external (MCP)
+	// ones are found through tool_search instead of sent on every call.
+	SearchThreshold int `json:"search_threshold"`
 }
 
 // ExecConfig and AskUserConfig are owned by packages tools and questions.
@@ -19,12 +22,16 @@ type (
 )
 
 func defaultTools() ToolsConfig {
-	return ToolsConfig{Exec: tools.DefaultExecConfig(), AskUser: questions.DefaultAskUserConfig()}
+	return ToolsConfig{Exec: tools.DefaultExecConfig(), AskUser: questions.DefaultAskUserConfig(),
+		SearchThreshold: tools.DefaultSearchThreshold}
 }
 
 func (t ToolsConfig) validate() error {
 	if err := section("tools.exec", t.Exec.Validate()); err != nil {
 		return err
 	}
-	return section("tools.ask_user", t.AskUser.Validate())
+	if err := section("tools.ask_user", t.AskUser.Validate()); err != nil {
+		return err
+	}
+	return section("tools", tools.CheckSearchThreshold(t.SearchThreshold))
 }

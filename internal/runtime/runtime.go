@@ -273,7 +273,7 @@ func (r *Runtime) buildAgent(_ context.Context, o Options) error {
 		pools = spine.DefaultPools()
 		pools[spine.OriginUser] = r.cfg.Gateway.UserPool
 	}
-	r.toolReg = tools.NewRegistry()
+	r.toolReg = tools.NewRegistryWith(tools.RegistryOptions{SearchThreshold: r.cfg.Tools.SearchThreshold})
 	ac := r.cfg.Agent
 	r.agent = agent.New(agent.Options{
 		Provider: r.provider, Tools: r.toolReg, Sessions: r.sessions,
@@ -308,12 +308,12 @@ func (r *Runtime) buildAgent(_ context.Context, o Options) error {
 // message and spawn. Exec (when tools.exec.enabled) needs the approvals
 // contract, so buildApprovals registers it once auth exists.
 func RegisterBuiltinTools(reg *tools.Registry, ws *tools.Workspace, _ config.Config, hub *spine.Hub, subs *agent.SubagentManager) error {
-	reg.Register(tools.ReadFile{WS: ws})
-	reg.Register(tools.WriteFile{WS: ws})
-	reg.Register(tools.EditFile{WS: ws})
-	reg.Register(tools.ListDir{WS: ws})
-	reg.Register(tools.Message{Post: hub.Post})
-	reg.Register(tools.Spawn{Spawn: subs.Spawn})
+	reg.Register(tools.NewReadFile(ws))
+	reg.Register(tools.NewWriteFile(ws))
+	reg.Register(tools.NewEditFile(ws))
+	reg.Register(tools.NewListDir(ws))
+	reg.Register(tools.NewMessage(hub.Post))
+	reg.Register(tools.NewSpawn(subs.Spawn))
 	return nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -39,7 +40,7 @@ func (r *Runtime) buildSentinel(_ context.Context, _ Options) error {
 		// A menu shows "(runs NAME)", not the arguments, so picking it is no
 		// consent to side effects: only tools that read are offered.
 		ToolNames: func() []sentinel.ToolInfo {
-			return sentinel.ToolInfosFrom(r.toolReg.Defs(), menuToolsExcluded()...)
+			return sentinel.ToolInfosFrom(r.toolReg, menuToolsExcluded()...)
 		},
 		OnDelivered: r.rememberNudge,
 		OnTick: func(rec sentinel.TickRecord) {
@@ -48,7 +49,8 @@ func (r *Runtime) buildSentinel(_ context.Context, _ Options) error {
 				r.emit("policy.denied", rec.Target, map[string]any{"layer": rec.Layer, "reason": rec.VerdictReason, "action": rec.Action})
 			}
 		},
-		Clock: r.clk, Logger: r.log,
+		Getenv: os.Getenv,
+		Clock:  r.clk, Logger: r.log,
 	})
 	if err != nil {
 		return err
