@@ -285,3 +285,36 @@ func (a *approver) Approve(_ context.Context, command, _ string, grants []string
 	a.asked = append(a.asked, strings.Join(grants, ",")+" "+command)
 	return false, nil
 }
+
+// A tool the cache offered but the started server no longer lists leaves
+// the registry; the cache is rewritten with what the server lists now.
+func TestStartReplacesCachedTools(t *testing.T) {
+	e := newEnv(t)
+	srv := e.stdio()
+	path := filepath.Join(e.root, "mcp", "t.tools.json")
+	writeFile(t, path, `{"server":"t","fingerprint":"`+mcp.Fingerprint(srv)+`","tools":[{"name":"gone","input_schema":{"type":"object"}},{"name":"echo","input_schema":{"type":"object"}}]}`)
+	m := e.manager(t, map[string]mcp.ServerConfig{"t": srv})
+	if got := strings.Join(names(e.reg, "t__"), ","); got != "t__echo,t__gone" {
+		t.Fatalf("from the cache: %s", got)
+	}
+	if _, err := m.Tools(context.Background(), "t"); err != nil {
+		t.Fatal(err)
+	}
+	if got := names(e.reg, "t__"); len(got) != 8 || strings.Contains(strings.Join(got, ","), "t__gone") {
+		t.Fatalf("after the start: %v", got)
+	}
+	if b := readFile(t, path); strings.Contains(b, `"gone"`) || !strings.Contains(b, `"inject"`) {
+		t.Fatalf("cache not rewritten: %s", b)
+	}
+}
+
+func TestSlowStartIsBounded(t *testing.T) {
+	e := newEnv(t)
+	srv := e.stdio("-start-delay", "1h")
+	srv.CallTimeout = configtype.Duration(300 * time.Millisecond)
+	m := e.manager(t, map[string]mcp.ServerConfig{"slow": srv})
+	_, err := m.Tools(context.Background(), "slow")
+	if !errors.Is(err, mcp.ErrStart) || !strings.Contains(err.Error(), "did not initialize within 300ms") {
+		t.Fatalf("slow start = %v", err)
+	}
+}
