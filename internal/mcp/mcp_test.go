@@ -318,3 +318,21 @@ func TestSlowStartIsBounded(t *testing.T) {
 		t.Fatalf("slow start = %v", err)
 	}
 }
+
+// A caller that gives up first (the agent's own tool timeout) abandons its
+// call without stopping a server that may be fine.
+func TestCallerDeadlineDoesNotStopTheServer(t *testing.T) {
+	e := newEnv(t)
+	m := e.manager(t, map[string]mcp.ServerConfig{"t": e.stdio()})
+	m.Prepare(context.Background())
+	pid := e.pidOf(t, "t")
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	_, err := m.Call(ctx, "t", "hang", nil)
+	if err == nil || errors.Is(err, mcp.ErrTimeout) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("abandoned call = %v", err)
+	}
+	if again := e.pidOf(t, "t"); again != pid {
+		t.Fatalf("server restarted (%d -> %d)", pid, again)
+	}
+}

@@ -159,7 +159,7 @@ func (s *server) failLocked(err error) {
 // start spawns or dials the server, initializes the session and lists its
 // tools, all within the call timeout.
 func (s *server) start(ctx context.Context) (*conn, []CachedTool, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout.D())
+	ctx, cancel := context.WithTimeoutCause(ctx, s.cfg.CallTimeout.D(), errCallTimeout)
 	defer cancel()
 	var (
 		c   *conn
@@ -201,7 +201,7 @@ func listTools(ctx context.Context, sess *sdk.ClientSession) ([]CachedTool, erro
 // or the server's own error.
 func (s *server) explain(ctx context.Context, c *conn, what string, err error) error {
 	switch {
-	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+	case errors.Is(context.Cause(ctx), errCallTimeout):
 		return fmt.Errorf("%w: server %q gave no answer to %s within %s, so it was stopped; it starts again on a later call",
 			ErrTimeout, s.name, what, s.cfg.CallTimeout.D())
 	case ctx.Err() != nil:
@@ -227,6 +227,10 @@ func (s *server) explain(ctx context.Context, c *conn, what string, err error) e
 	return fmt.Errorf("mcp server %q: %s: %w", s.name, what, err)
 }
 
+// errCallTimeout is the cause of a context the call timeout ended, told
+// apart from a caller's own deadline (the agent's tool timeout).
+var errCallTimeout = errors.New("mcp call timeout")
+
 // call runs one tool call within the call timeout. A timeout or a crash
 // stops the server (the next call restarts it after the backoff).
 func (s *server) call(ctx context.Context, tool string, args json.RawMessage) (Result, error) {
@@ -242,7 +246,7 @@ func (s *server) call(ctx context.Context, tool string, args json.RawMessage) (R
 		return Result{}, err
 	}
 	defer release()
-	cctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout.D())
+	cctx, cancel := context.WithTimeoutCause(ctx, s.cfg.CallTimeout.D(), errCallTimeout)
 	defer cancel()
 	res, err := c.sess.CallTool(cctx, &sdk.CallToolParams{Name: tool, Arguments: json.RawMessage(args)})
 	if err != nil {

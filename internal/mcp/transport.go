@@ -121,8 +121,11 @@ func (m *Manager) startStdio(ctx context.Context, name string, cfg ServerConfig)
 		outR.Close()
 		inW.Close()
 		<-ended
-		if ctx.Err() != nil {
+		switch {
+		case errors.Is(context.Cause(ctx), errCallTimeout):
 			return nil, fmt.Errorf("%w: server %q did not initialize within %s (%s): %v", ErrStart, name, cfg.CallTimeout.D(), why(), err)
+		case ctx.Err() != nil:
+			return nil, fmt.Errorf("%w: server %q: start abandoned: %w", ErrStart, name, context.Cause(ctx))
 		}
 		return nil, fmt.Errorf("%w: server %q %s: %v", ErrStart, name, why(), err)
 	}
