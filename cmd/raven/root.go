@@ -41,6 +41,7 @@ func newRootCmd() *cobra.Command {
 	root.AddCommand(newSkillsCmd(g))
 	root.AddCommand(newUsageCmd(g))
 	root.AddCommand(newSandboxExecCmd())
+	root.AddCommand(newMCPCmd(g))
 	return root
 }
 

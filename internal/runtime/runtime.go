@@ -22,6 +22,7 @@ import (
 	"github.com/raven-agent/raven/internal/eventlog"
 	"github.com/raven-agent/raven/internal/heartbeat"
 	"github.com/raven-agent/raven/internal/llm"
+	"github.com/raven-agent/raven/internal/mcp"
 	"github.com/raven-agent/raven/internal/questions"
 	"github.com/raven-agent/raven/internal/sandbox"
 	"github.com/raven-agent/raven/internal/sentinel"
@@ -147,6 +148,7 @@ type Runtime struct {
 	auth      *auth.Store
 	approvals *approvals.Store
 	sandbox   *sandbox.Runner
+	mcp       *mcp.Manager
 	events    *eventlog.Log
 	writer    *eventWriter
 	questions *questions.Store
@@ -224,6 +226,7 @@ func Build(ctx context.Context, o Options) (*Runtime, error) {
 		{"event log", r.buildEvents},
 		{"auth", r.buildAuth},
 		{"approvals", r.buildApprovals},
+		{"mcp", r.buildMCP},
 		{"ask_user", r.buildAskUser},
 		{"owner questions", r.buildQuestions},
 		{"outbox", r.buildOutbox},
