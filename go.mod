@@ -20,6 +20,7 @@ require (
 
 require (
 	github.com/modelcontextprotocol/go-sdk v1.8.0 // indirect
+	go.yaml.in/yaml/v3 v3.0.5 // indirect
 	golang.org/x/oauth2 v0.35.0 // indirect
 	kernel.org/pub/linux/libs/security/libcap/psx v1.2.78 // indirect
 )
