@@ -180,18 +180,27 @@ var everyTickTopics = []string{"hydration", "posture", "inbox", "reading", "walk
 // planner prompt's due-deadline section.
 var dueSlot = regexp.MustCompile(`(?m)^- \[([^\]]+)\] (.*) \(priority (low|medium|high), until [0-9:]+\)$`)
 
+// deadlineNudge reminds of the first due deadline slot the planner prompt
+// lists, naming its slot; nil when none is listed.
+func deadlineNudge(req llm.Request) *llm.Response {
+	m := dueSlot.FindStringSubmatch(lastUser(req))
+	if m == nil {
+		return nil
+	}
+	return toolCall(req, sentinel.PlannerToolName, map[string]any{
+		"action": "nudge", "reason": "a planned deadline reminder is due", "priority": m[3], "proactivity_score": 0.9,
+		"slot_id": m[1], "topic": m[1], "nudge_message": m[2],
+	})
+}
+
 func (*everyTick) Name() string { return "simulate/" + PlannerNudgeEveryTick }
 
 func (p *everyTick) Chat(_ context.Context, req llm.Request) (*llm.Response, error) {
 	if !hasTool(req, sentinel.PlannerToolName) {
 		return noDiscovery(req), nil
 	}
-	prompt := lastUser(req)
-	if m := dueSlot.FindStringSubmatch(prompt); m != nil {
-		return toolCall(req, sentinel.PlannerToolName, map[string]any{
-			"action": "nudge", "reason": "a planned deadline reminder is due", "priority": m[3], "proactivity_score": 0.9,
-			"slot_id": m[1], "topic": m[1], "nudge_message": m[2],
-		}), nil
+	if r := deadlineNudge(req); r != nil {
+		return r, nil
 	}
 	p.mu.Lock()
 	p.n++
@@ -248,6 +257,13 @@ func (p *scripted) Chat(_ context.Context, req llm.Request) (*llm.Response, erro
 		p.due = p.due[1:]
 	}
 	p.mu.Unlock()
+	if d == nil {
+		// What the planner prompt asks of a model: remind of a planned
+		// deadline reminder listed as due now.
+		if r := deadlineNudge(req); r != nil {
+			return r, nil
+		}
+	}
 	if d == nil || d.Action == "skip" {
 		return toolCall(req, sentinel.PlannerToolName, map[string]any{"action": "skip", "reason": "scripted: nothing due", "proactivity_score": 0.1}), nil
 	}

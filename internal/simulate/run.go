@@ -43,6 +43,9 @@ type Options struct {
 	// StepTimeout bounds, in real time, one asynchronous step (a turn, a
 	// cron fire); default 10s. The run never sleeps.
 	StepTimeout time.Duration
+	// Model is the planner's model for planner kind "model"
+	// (provider/model); empty: the configuration's.
+	Model string
 	// Counter, when set, also receives every model call (the usage
 	// accounting); the report always uses the run's own Meter.
 	Counter Counter
@@ -124,19 +127,19 @@ type world struct {
 	mu   sync.Mutex
 	seen []seenMsg // deliveries to the owner's surface not yet handled
 
-	shownIDs  map[string]int
+	shownIDs map[string]int
 	// nudgeByContent finds a shown nudge's id (see handleSeen).
 	nudgeByContent map[string]string
-	reactions []reaction
-	messages  []timedMessage
-	checks    []time.Time // attach-state changes
-	travels   []time.Time
-	outages   [][2]time.Time
-	cronFired chan string
-	days      map[string]*DayStats
-	lastMult  float64
-	tickAt    time.Time
-	hbAt      time.Time
+	reactions      []reaction
+	messages       []timedMessage
+	checks         []time.Time // attach-state changes
+	travels        []time.Time
+	outages        [][2]time.Time
+	cronFired      chan string
+	days           map[string]*DayStats
+	lastMult       float64
+	tickAt         time.Time
+	hbAt           time.Time
 }
 
 type seenMsg struct {
@@ -273,7 +276,7 @@ func (w *world) buildModels() error {
 		p = newScripted(w.clk, ds)
 	case PlannerModel:
 		c := w.cfg
-		c.Model = w.cfg.PlannerModel()
+		c.Model = cmpOr(w.o.Model, w.cfg.PlannerModel())
 		real, err := runtime.NewProvider(c, w.clk, w.o.Logger)
 		if err != nil {
 			return fmt.Errorf("simulate: planner kind %q needs a configured model (config \"model\" or sentinel.planner_model): %w", PlannerModel, err)

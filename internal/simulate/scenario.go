@@ -32,7 +32,8 @@ const (
 	// what reaches the owner is decided by the policy alone.
 	PlannerNudgeEveryTick = "nudge-every-tick"
 	// PlannerScripted answers the decisions listed in planner.script at
-	// their times and skips otherwise.
+	// their times; between them it reminds of a deadline slot the prompt
+	// lists as due (what the prompt asks of a model) and skips otherwise.
 	PlannerScripted = "scripted"
 	// PlannerSkip skips every tick (an idle planner: what the ticks cost).
 	PlannerSkip = "skip"
