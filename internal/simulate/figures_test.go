@@ -188,3 +188,18 @@ func TestSimulatedWeekIsFast(t *testing.T) {
 	}
 	t.Logf("a simulated week (disengaged, %d ticks, %d model calls) took %s", rep.Ticks.Total, rep.Model.Calls, took)
 }
+
+// BenchmarkSimulatedWeekend is the cost of two simulated days (96 ticks,
+// every nudge proposed, owner turns) through the whole runtime.
+func BenchmarkSimulatedWeekend(b *testing.B) {
+	sc, err := Load(filepath.Join("..", "..", "examples", "scenarios", "weekend.yaml"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Run(context.Background(), sc, Options{Dir: b.TempDir()}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

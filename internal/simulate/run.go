@@ -468,8 +468,10 @@ func (w *world) run(ctx context.Context) error {
 		if !ok {
 			break
 		}
-		w.clk.Set(next)
-		now := next
+		// The clock reads in the owner's zone, as a process started in
+		// it does (time.Local is the policy's default zone).
+		now := next.In(w.tl.zone(next))
+		w.clk.Set(now)
 		for len(w.travels) > 0 && !w.travels[0].After(now) {
 			w.travels = w.travels[1:]
 			if err := w.travel(ctx); err != nil {
