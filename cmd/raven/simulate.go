@@ -50,12 +50,14 @@ func newSimulateCmd(g *globals) *cobra.Command {
 				}
 				return rep.WriteText(out)
 			}
+			// config.Load takes a missing file for the defaults; a
+			// comparison against a file that is not there means a typo.
+			if _, err := os.Stat(compare); err != nil {
+				return usageErr(fmt.Errorf("--compare: %w", err))
+			}
 			other, err := config.Load(compare)
 			if err != nil {
 				return usageErr(err)
-			}
-			if _, err := os.Stat(compare); err != nil {
-				return usageErr(fmt.Errorf("--compare: %w", err))
 			}
 			cmp, err := simulate.Compare(cmd.Context(), sc, o, other, compare)
 			if err != nil {
