@@ -77,6 +77,16 @@ func (m *Meter) Calls(origin string) int {
 	return 0
 }
 
+func (m *Meter) total() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := 0
+	for _, c := range m.by {
+		n += c.Calls
+	}
+	return n
+}
+
 // ByOrigin is a copy of the counts.
 func (m *Meter) ByOrigin() map[string]Usage {
 	m.mu.Lock()

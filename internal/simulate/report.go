@@ -54,11 +54,13 @@ type TickStats struct {
 	// ByRoute: skip, nudge, fast_path_quiet_hours, fast_path_dedup, scheduled_fire, deadline_fallback…
 	ByRoute map[string]int `json:"by_route"`
 	// Quiet are ticks inside quiet hours with no high-priority deadline
-	// due; QuietModelCalls what they cost (the figure: 0).
+	// due; QuietModelCalls every model call they made (the figure: 0).
 	Quiet           int `json:"quiet"`
 	QuietModelCalls int `json:"quiet_model_calls"`
 	// Unchanged are ticks whose context matched the last skip's;
-	// UnchangedModelCalls what they cost (the figure: 0).
+	// UnchangedModelCalls the planner calls they made (the figure: 0).
+	// The day's task discovery, a daily batch, may run on such a tick and
+	// is counted under model.by_origin.discovery.
 	Unchanged           int `json:"unchanged"`
 	UnchangedModelCalls int `json:"unchanged_model_calls"`
 	PlannerCalls        int `json:"planner_calls"`

@@ -750,7 +750,10 @@ func (w *world) day(t time.Time) *DayStats {
 // tick runs one Sentinel tick and records what it did and cost.
 func (w *world) tick(ctx context.Context, now time.Time) {
 	sys := w.rt.Sentinel()
-	before := w.meter.Calls(OriginSentinel)
+	// Every call the tick makes counts (the planner's, and task
+	// discovery's, which runs inside the tick).
+	before := w.meter.total()
+	plannerBefore := w.meter.Calls(OriginSentinel)
 	failedBefore := w.meter.ByOrigin()[OriginSentinel].Errors
 	slots := w.planSlots(now)
 	highDue := false
@@ -760,12 +763,13 @@ func (w *world) tick(ctx context.Context, now time.Time) {
 		}
 	}
 	out := sys.Runner.TickOnce(ctx)
-	calls := w.meter.Calls(OriginSentinel) - before
+	calls := w.meter.total() - before
 	rep := w.rep
 	day := w.day(now)
 	day.ModelCalls += calls
 	rep.Ticks.Total++
-	rep.Ticks.PlannerCalls += calls
+	plannerCalls := w.meter.Calls(OriginSentinel) - plannerBefore
+	rep.Ticks.PlannerCalls += plannerCalls
 	rep.Ticks.ByRoute[out.Route]++
 	if w.quiet(now) && !highDue {
 		rep.Ticks.Quiet++
@@ -773,7 +777,8 @@ func (w *world) tick(ctx context.Context, now time.Time) {
 	}
 	if out.Route == sentinel.RouteFastPathDedup {
 		rep.Ticks.Unchanged++
-		rep.Ticks.UnchangedModelCalls += calls
+		// The planner's: the day's one discovery run may share the tick.
+		rep.Ticks.UnchangedModelCalls += plannerCalls
 	}
 	if failed := w.meter.ByOrigin()[OriginSentinel].Errors - failedBefore; failed > 0 {
 		for i, win := range w.outages {
