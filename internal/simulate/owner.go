@@ -61,15 +61,18 @@ func (tl *timeline) zone(t time.Time) *time.Location {
 	return loc
 }
 
-// at is day's local hh:mm in the zone the owner is in then: the latest
-// zone whose span has begun by that local time.
+// at is day's local hh:mm in the zone the owner is in then: the zone
+// whose span contains that moment. A local time a flight east skipped
+// (it never happened on the owner's watch) is the moment of the change.
 func (tl *timeline) at(day int, hhmm string) time.Time {
 	tod, _ := policy.ParseTimeOfDay(hhmm)
 	d := tl.start.AddDate(0, 0, day)
-	for i := len(tl.zones) - 1; i >= 0; i-- {
-		loc := tl.zones[i].loc
-		t := time.Date(d.Year(), d.Month(), d.Day(), 0, 0, 0, 0, loc).Add(time.Duration(tod) * time.Minute)
-		if i == 0 || !t.Before(tl.zones[i].from) {
+	for i, z := range tl.zones {
+		t := time.Date(d.Year(), d.Month(), d.Day(), 0, 0, 0, 0, z.loc).Add(time.Duration(tod) * time.Minute)
+		if t.Before(z.from) {
+			return z.from // skipped by the change into this zone
+		}
+		if i == len(tl.zones)-1 || t.Before(tl.zones[i+1].from) {
 			return t
 		}
 	}
