@@ -185,7 +185,7 @@ type DayStats struct {
 	Accepted   int     `json:"accepted"`
 	Dismissed  int     `json:"dismissed"`
 	Ignored    int     `json:"ignored"`
-	ModelCalls int     `json:"model_calls"`
+	ModelCalls int     `json:"sentinel_model_calls"` // the ticks' (planner, discovery)
 	Multiplier float64 `json:"multiplier_end"`
 }
 
@@ -277,7 +277,7 @@ func (r *Report) WriteText(w io.Writer) error {
 		fmt.Fprintf(tw, "%s\t%s\n", row[0], row[1])
 	}
 	fmt.Fprintln(tw)
-	fmt.Fprintln(tw, "day\tproposed\tdelivered\tdenied\taccepted\tdismissed\tignored\tmodel calls\tmultiplier")
+	fmt.Fprintln(tw, "day\tproposed\tdelivered\tdenied\taccepted\tdismissed\tignored\tsentinel calls\tmultiplier")
 	for _, d := range r.PerDay {
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%.2f\n", d.Date, d.Proposed, d.Delivered, d.Denied, d.Accepted, d.Dismissed, d.Ignored, d.ModelCalls, d.Multiplier)
 	}
