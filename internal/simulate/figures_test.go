@@ -122,6 +122,11 @@ func TestHighPriorityDeadlinesDelivered(t *testing.T) {
 			}
 		})
 	}
+	// The deferred nudge of the deadline week waits for the thread to
+	// settle, then reaches the owner like any other.
+	if rep := example(t, "deadlines"); rep.Nudges.Queued != 1 || rep.Owner.Seen != rep.Nudges.Delivered {
+		t.Errorf("deadlines: queued %d, delivered %d, seen %d", rep.Nudges.Queued, rep.Nudges.Delivered, rep.Owner.Seen)
+	}
 	rep := example(t, "outage")
 	if len(rep.Outages) != 1 || rep.Outages[0].FailedCalls == 0 || rep.Outages[0].FallbackFires == 0 {
 		t.Fatalf("the outage day did not exercise the fallback: %+v", rep.Outages)

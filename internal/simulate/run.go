@@ -903,18 +903,21 @@ func (w *world) noteMultiplier(now time.Time) {
 
 func (w *world) pollDefer(ctx context.Context, now time.Time) {
 	for _, r := range w.rt.Sentinel().Defer.Poll(ctx) {
-		d := sentinel.PlannerDecision{Action: sentinel.ActionNudgeDefer}
-		if r.Delivered {
-			w.rep.Nudges.Delivered++
-			day := w.day(now)
-			day.Delivered++
-			w.rep.Nudges.MaxDeliveredPerDay = max(w.rep.Nudges.MaxDeliveredPerDay, day.Delivered)
-			if w.quiet(now) {
-				w.rep.Quiet.Deliveries++
-				w.rep.Quiet.NonHighDeliveries++ // priority is not reported back; counted as not high
-			}
+		if !r.Delivered {
+			continue
 		}
-		_ = d
+		if rec, ok, _ := w.rt.Sentinel().Feedback.Lookup(r.NudgeID); ok && r.NudgeID != "" {
+			w.nudgeByContent[rec.Content] = r.NudgeID
+		}
+		w.rep.Nudges.Delivered++
+		day := w.day(now)
+		day.Delivered++
+		w.rep.Nudges.MaxDeliveredPerDay = max(w.rep.Nudges.MaxDeliveredPerDay, day.Delivered)
+		if w.quiet(now) {
+			// A poll result does not carry the priority: counted as not high.
+			w.rep.Quiet.Deliveries++
+			w.rep.Quiet.NonHighDeliveries++
+		}
 	}
 }
 
