@@ -151,3 +151,25 @@ func TestTravellingOwnerChangesZone(t *testing.T) {
 		t.Fatalf("%d ticks: flying west makes the week 5h longer", rep.Ticks.Total)
 	}
 }
+
+// A scenario reads the same from JSON as from YAML.
+func TestJSONScenarioMatchesYAML(t *testing.T) {
+	for _, name := range []string{"nightowl", "deadlines", "travelling"} {
+		y, err := Load(filepath.Join("..", "..", "examples", "scenarios", name+".yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := json.Marshal(y)
+		if err != nil {
+			t.Fatal(err)
+		}
+		j, err := Parse(b, true)
+		if err != nil {
+			t.Fatalf("%s as JSON: %v\n%s", name, err, b)
+		}
+		b2, _ := json.Marshal(j)
+		if string(b) != string(b2) {
+			t.Fatalf("%s: JSON and YAML differ:\n%s\n%s", name, b, b2)
+		}
+	}
+}
