@@ -153,6 +153,15 @@ type Change struct {
 type LearnedStats struct {
 	DNDHours    []int           `json:"learned_dnd_hours"`
 	Preferences json.RawMessage `json:"preferences,omitempty"`
+	// Changes say when each was learned: the DND hours after a tick,
+	// preferences.json after the owner's dismissal rewrote it.
+	Changes []LearnedChange `json:"changes,omitempty"`
+}
+
+// LearnedChange is one move of the learned preferences.
+type LearnedChange struct {
+	At   string `json:"at"`
+	What string `json:"what"`
 }
 
 // OutboxStats are the messages kept while the owner was away.
@@ -286,6 +295,12 @@ func (r *Report) WriteText(w io.Writer) error {
 	}
 	for _, o := range r.Outages {
 		fmt.Fprintf(tw, "\nplanner outage %s – %s: %d failed calls, %d high-priority deadline fallback fires\n", o.From, o.To, o.FailedCalls, o.FallbackFires)
+	}
+	if len(r.Learned.Changes) > 0 {
+		fmt.Fprintln(tw, "\nlearned from the owner's feedback:")
+		for _, c := range r.Learned.Changes {
+			fmt.Fprintf(tw, "  %s\t%s\n", c.At, c.What)
+		}
 	}
 	for _, n := range r.Notes {
 		fmt.Fprintf(tw, "\nnote: %s\n", n)

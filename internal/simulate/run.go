@@ -138,6 +138,8 @@ type world struct {
 	cronFired      chan string
 	days           map[string]*DayStats
 	lastMult       float64
+	lastDND        string
+	lastPrefs      string
 	tickAt         time.Time
 	hbAt           time.Time
 }
@@ -454,6 +456,7 @@ func (w *world) run(ctx context.Context) error {
 	}
 	snap := w.rt.Sentinel().Policy.SnapshotState()
 	w.lastMult = snap.Multiplier
+	w.lastDND = fmt.Sprint(snap.LearnedDNDHours)
 	w.rep.Adaptive = AdaptiveStats{Start: snap.Multiplier, Min: snap.Multiplier, Max: snap.Multiplier}
 	w.tickAt, w.hbAt = w.clk.Now(), w.clk.Now()
 	reactAfter := defaultReactAfter
@@ -675,7 +678,25 @@ func (w *world) react(ctx context.Context, r reaction) error {
 			return err
 		}
 	}
-	return w.turn(ctx, fmt.Sprintf("%s [verdict %s on %s]", say, v, r.nudgeID))
+	if err := w.turn(ctx, fmt.Sprintf("%s [verdict %s on %s]", say, v, r.nudgeID)); err != nil {
+		return err
+	}
+	if b, err := os.ReadFile(w.paths.SentinelPaths().Preferences); err == nil && string(b) != w.lastPrefs {
+		w.lastPrefs = string(b)
+		var compact strings.Builder
+		if json.Valid(b) {
+			var v any
+			_ = json.Unmarshal(b, &v)
+			c, _ := json.Marshal(v)
+			compact.Write(c)
+		}
+		w.learned(w.clk.Now(), "preferences.json "+compact.String())
+	}
+	return nil
+}
+
+func (w *world) learned(at time.Time, what string) {
+	w.rep.Learned.Changes = append(w.rep.Learned.Changes, LearnedChange{At: stamp(at, w.tl.zone(at)), What: what})
 }
 
 // handleSeen turns what reached the owner's surface into reactions and
@@ -891,7 +912,12 @@ func (w *world) noteFired(ctx context.Context, now time.Time, out sentinel.TickO
 }
 
 func (w *world) noteMultiplier(now time.Time) {
-	m := w.rt.Sentinel().Policy.SnapshotState().Multiplier
+	snap := w.rt.Sentinel().Policy.SnapshotState()
+	if dnd := fmt.Sprint(snap.LearnedDNDHours); dnd != w.lastDND {
+		w.lastDND = dnd
+		w.learned(now, "learned do-not-disturb hours "+dnd)
+	}
+	m := snap.Multiplier
 	a := &w.rep.Adaptive
 	if m != w.lastMult {
 		a.Changes = append(a.Changes, Change{At: stamp(now, w.tl.zone(now)), From: w.lastMult, To: m})
