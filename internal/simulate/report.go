@@ -44,7 +44,6 @@ type Report struct {
 	Travel              []TravelReport   `json:"travel,omitempty"`
 	Outages             []OutageReport   `json:"outages,omitempty"`
 	WallMillis          int64            `json:"wall_ms"`
-	Notes               []string         `json:"notes,omitempty"`
 	deadlineSlots       map[string]*Slot `json:"-"`
 }
 
@@ -301,9 +300,6 @@ func (r *Report) WriteText(w io.Writer) error {
 		for _, c := range r.Learned.Changes {
 			fmt.Fprintf(tw, "  %s\t%s\n", c.At, c.What)
 		}
-	}
-	for _, n := range r.Notes {
-		fmt.Fprintf(tw, "\nnote: %s\n", n)
 	}
 	return tw.Flush()
 }

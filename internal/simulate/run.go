@@ -153,7 +153,6 @@ type reaction struct {
 	at      time.Time
 	nudgeID string
 	verdict string
-	conv    string
 }
 
 type timedMessage struct {
@@ -284,6 +283,7 @@ func (w *world) buildModels() error {
 			return fmt.Errorf("simulate: planner kind %q needs a configured model (config \"model\" or sentinel.planner_model): %w", PlannerModel, err)
 		}
 		p = real
+		w.rep.Planner = PlannerModel + " " + real.Name()
 	}
 	w.planner = metered{inner: outage{inner: p, clk: w.clk, windows: w.outages}, count: w.counter()}
 	w.agent = metered{inner: &agentStub{clk: w.clk, loc: func() *time.Location { return w.tl.zone(w.clk.Now()) }, hbDays: map[string]bool{}}, count: w.counter()}
