@@ -208,3 +208,33 @@ func BenchmarkSimulatedWeekend(b *testing.B) {
 		}
 	}
 }
+
+// §11.4 in the scenario: the deadline week is written informally ("dentist
+// Friday 15:00", "tomorrow 11am", "07/03 at noon") and every line shows in
+// the plan on the day and at the time it means.
+func TestInformalDeadlinesPlanned(t *testing.T) {
+	rep := example(t, "deadlines")
+	if rep.Deadlines.Expected != 7 || len(rep.Deadlines.Unplanned) != 0 {
+		t.Fatalf("planned %d of %d; unplanned: %q", rep.Deadlines.Expected-len(rep.Deadlines.Unplanned), rep.Deadlines.Expected, rep.Deadlines.Unplanned)
+	}
+	// The check itself: a line that means another day than `due` says is
+	// reported unplanned.
+	sc, err := Parse([]byte(`name: wrong day
+start: "2026-03-02"
+days: 2
+timezone: UTC
+deadlines:
+  - {due: "2026-03-03 11:00", line: "call the plumber Wednesday 11am"}
+planner: {kind: skip}
+`), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad, err := Run(context.Background(), sc, Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(bad.Deadlines.Unplanned) != 1 {
+		t.Fatalf("a line resolving to another day was not reported: %+v", bad.Deadlines)
+	}
+}

@@ -96,8 +96,12 @@ type DeadlineStats struct {
 	OtherSlots    int     `json:"other_slots"`
 	OtherHit      int     `json:"other_delivered"`
 	// Duplicates: deliveries of a deadline slot beyond its first.
-	Duplicates int     `json:"duplicates"`
-	Slots      []*Slot `json:"slots,omitempty"`
+	Duplicates int `json:"duplicates"`
+	// Expected are the scenario's deadlines; Unplanned those no day plan
+	// showed on their day (a line the deadline producer did not read).
+	Expected  int      `json:"expected"`
+	Unplanned []string `json:"unplanned,omitempty"`
+	Slots     []*Slot  `json:"slots,omitempty"`
 }
 
 // Slot is one deadline slot of a day plan.
@@ -264,6 +268,7 @@ func (r *Report) rows() [][2]string {
 		{"acceptance rate", pct(r.Owner.AcceptanceRate)},
 		{"high deadline slots", fmt.Sprintf("%d/%d delivered (%s), missed %d", r.Deadlines.HighDelivered, r.Deadlines.HighSlots, pct(r.Deadlines.HighRate), r.Deadlines.HighMissed)},
 		{"other deadline slots", fmt.Sprintf("%d/%d delivered", r.Deadlines.OtherHit, r.Deadlines.OtherSlots)},
+		{"deadlines planned", fmt.Sprintf("%d/%d on their day", r.Deadlines.Expected-len(r.Deadlines.Unplanned), r.Deadlines.Expected)},
 		{"quiet-hour deliveries", fmt.Sprintf("%d (non-high %d; cron %d)", r.Quiet.Deliveries, r.Quiet.NonHighDeliveries, r.Quiet.CronDeliveries)},
 		{"duplicate deliveries", fmt.Sprint(r.DuplicateDeliveries)},
 		{"model calls", fmt.Sprintf("%d (%d in + %d out tokens)", r.Model.Calls, r.Model.InputTokens, r.Model.OutputTokens)},

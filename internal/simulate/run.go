@@ -329,11 +329,15 @@ func (w *world) setup(ctx context.Context) error {
 	if len(w.sc.Deadlines) > 0 {
 		mem += "\n\n## Deadlines\n"
 		for _, d := range w.sc.Deadlines {
-			mem += fmt.Sprintf("- %s %s\n", d.Due, d.Text)
+			mem += "- " + d.written() + "\n"
 		}
 	}
 	if strings.TrimSpace(mem) != "" {
 		if err := writeFile(w.paths.Memory(), mem+"\n"); err != nil {
+			return err
+		}
+		// Written at the start of the run: what "Friday" is read against.
+		if err := os.Chtimes(w.paths.Memory(), w.clk.Now(), w.clk.Now()); err != nil {
 			return err
 		}
 	}
@@ -361,6 +365,36 @@ func (w *world) setup(ctx context.Context) error {
 	}
 	w.rt.Cron().Poke()
 	return nil
+}
+
+// written is the deadline's MEMORY.md line.
+func (d Deadline) written() string {
+	if d.Line != "" {
+		return d.Line
+	}
+	return d.Due + " " + d.Text
+}
+
+// planned reports whether a deadline slot of the run's plans carried d on
+// the day it is due (at its time when it has one): the resolver read the
+// line as the scenario says it means.
+func (w *world) planned(d Deadline) bool {
+	due, hasTime, err := parseDue(d.Due, time.UTC)
+	if err != nil {
+		return false
+	}
+	for _, s := range w.rep.Deadlines.Slots {
+		// The due day's slot is the high-priority one ("Due today…"); the
+		// evening-before heads-up does not count.
+		if s.Priority != string(sentinel.PriorityHigh) || !strings.Contains(s.Message, d.written()) || !strings.Contains(s.Window, due.Format("01-02")) {
+			continue
+		}
+		if hasTime && !strings.Contains(s.Message, "at "+due.Format("15:04")+":") {
+			continue
+		}
+		return true
+	}
+	return false
 }
 
 func writeFile(path, content string) error {
@@ -967,6 +1001,12 @@ func (w *world) travel(ctx context.Context) error {
 func (w *world) finish(ctx context.Context) error {
 	rep := w.rep
 	w.clk.Set(w.end)
+	rep.Deadlines.Expected = len(w.sc.Deadlines)
+	for _, d := range w.sc.Deadlines {
+		if !w.planned(d) {
+			rep.Deadlines.Unplanned = append(rep.Deadlines.Unplanned, d.written())
+		}
+	}
 	for _, s := range rep.Deadlines.Slots {
 		if s.Priority == string(sentinel.PriorityHigh) {
 			if s.end.After(w.end) {

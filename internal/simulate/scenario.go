@@ -140,10 +140,14 @@ type Message struct {
 }
 
 // Deadline is a dated line in MEMORY.md. Due is "YYYY-MM-DD" or
-// "YYYY-MM-DD HH:MM" (owner's local time).
+// "YYYY-MM-DD HH:MM" (owner's local time). Line, when set, is the line as
+// the owner wrote it ("dentist Friday 15:00, confirm by phone"): MEMORY.md
+// holds it instead of "Due Text", and Due is what it must resolve to — a
+// deadline the plan never shows on that day counts as unplanned.
 type Deadline struct {
 	Due  string `yaml:"due" json:"due"`
 	Text string `yaml:"text" json:"text"`
+	Line string `yaml:"line" json:"line"`
 }
 
 // CronJob is a job as `raven cron add` takes it.
@@ -292,8 +296,8 @@ func (s *Scenario) validate() error {
 		}
 	}
 	for i, d := range s.Deadlines {
-		if _, _, err := parseDue(d.Due, time.UTC); err != nil || strings.TrimSpace(d.Text) == "" {
-			return fmt.Errorf("deadlines[%d]: want due YYYY-MM-DD[ HH:MM] and a text (got %q, %q)", i, d.Due, d.Text)
+		if _, _, err := parseDue(d.Due, time.UTC); err != nil || (strings.TrimSpace(d.Text) == "" && strings.TrimSpace(d.Line) == "") {
+			return fmt.Errorf("deadlines[%d]: want due YYYY-MM-DD[ HH:MM] and a text or line (got %q, %q)", i, d.Due, d.Text)
 		}
 	}
 	for i, j := range s.Cron {
