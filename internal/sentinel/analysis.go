@@ -10,6 +10,7 @@ import (
 	"github.com/raven-agent/raven/internal/clock"
 	"github.com/raven-agent/raven/internal/memory"
 	"github.com/raven-agent/raven/internal/sentinel/attention"
+	"github.com/raven-agent/raven/internal/sentinel/policy"
 	"github.com/raven-agent/raven/internal/sentinel/predictor"
 	"github.com/raven-agent/raven/internal/statefile"
 )
@@ -20,7 +21,8 @@ type AnalysisConfig struct {
 	// Enabled turns on the one model call a day (default false: it sends
 	// MEMORY.md and the recent history to the model).
 	Enabled bool `json:"enabled"`
-	// Hour is the local hour from which the day's call is made (default 6).
+	// Hour is the local hour from which the day's call is made (default 6);
+	// it waits for the end of the owner's quiet hours too.
 	Hour int `json:"hour"`
 }
 
@@ -31,7 +33,7 @@ const (
 )
 
 // newAnalysis builds the service when it is enabled and a model exists.
-func newAnalysis(o SystemOptions, store *statefile.Store, clk clock.Clock, log *slog.Logger) (*predictor.DailyAnalysis, error) {
+func newAnalysis(o SystemOptions, store *statefile.Store, pol *policy.Policy, clk clock.Clock, log *slog.Logger) (*predictor.DailyAnalysis, error) {
 	ac := o.Config.Analysis
 	if !ac.Enabled {
 		return nil, nil
@@ -43,6 +45,7 @@ func newAnalysis(o SystemOptions, store *statefile.Store, clk clock.Clock, log *
 	cfg := o.Config
 	return predictor.NewDailyAnalysis(predictor.DailyAnalysisOptions{
 		Provider: o.Provider, Model: o.Model, Store: store, Hour: ac.Hour,
+		Quiet: func() bool { return pol.SnapshotState().InQuietHours },
 		Input: func(context.Context) (string, string) {
 			mem, _ := memory.ReadBounded(o.Paths.Memory, int64(cfg.MemoryMaxBytes))
 			hist, _ := memory.ReadTail(o.Paths.History, cfg.HistoryTailBytes)

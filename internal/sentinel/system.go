@@ -204,7 +204,7 @@ func NewSystem(o SystemOptions) (*System, error) {
 	s.Router = executor.NewRouter(executor.RouterOptions{Provider: o.Provider, Model: o.Model, MinConfidence: cfg.DecisionConfidence, Logger: log})
 	s.Actions = executor.NewActionExecutor(executor.ActionExecutorOptions{Gate: pol, Injector: s.Injector, Spawn: s.Spawn, Tools: o.Tools, OnDelivered: delivered, Clock: o.Clock, Logger: log})
 	s.Consumer = executor.NewConsumer(executor.ConsumerOptions{Store: s.Pending, Router: s.Router, Executor: s.Actions, Confirm: cfg.DecisionConfirm, Logger: log})
-	if s.Analysis, err = newAnalysis(o, store, o.Clock, log); err != nil {
+	if s.Analysis, err = newAnalysis(o, store, pol, o.Clock, log); err != nil {
 		return nil, err
 	}
 	sections := cfg.AttentionSections

@@ -3,6 +3,8 @@ package simulate
 import (
 	"context"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -13,7 +15,7 @@ import (
 // The figures of issue 11 §3, held on the example scenarios run through
 // the assembled runtime with the default config.
 
-var examples = []string{"disengaged", "engaged", "nightowl", "deadlines", "weekend", "travelling", "outage", "idle"}
+var examples = []string{"disengaged", "engaged", "nightowl", "deadlines", "weekend", "travelling", "outage", "idle", "inputs"}
 
 // reports runs each example once per test binary; several tests read one run.
 var reports sync.Map // name → *runOnce
@@ -236,5 +238,40 @@ planner: {kind: skip}
 	}
 	if len(bad.Deadlines.Unplanned) != 1 {
 		t.Fatalf("a line resolving to another day was not reported: %+v", bad.Deadlines)
+	}
+}
+
+// Seed 001 §3/§9 inputs, each on in the inputs scenario, each showing in
+// the planner's context: the calendar's events every day, the daily
+// analysis at one call a day (never in quiet hours), the Thursday gym
+// routine learned from the month of history before the run.
+func TestPlannerInputsReachThePlanner(t *testing.T) {
+	rep := example(t, "inputs")
+	in := rep.Inputs
+	if in.CalendarDays != rep.Days || in.CalendarEvents < rep.Days {
+		t.Errorf("calendar on %d of %d days (%d events)", in.CalendarDays, rep.Days, in.CalendarEvents)
+	}
+	if in.AnalysisCalls != rep.Days || in.AnalysisDays != rep.Days {
+		t.Errorf("daily analysis: %d calls and %d days in context over %d days, want one a day", in.AnalysisCalls, in.AnalysisDays, rep.Days)
+	}
+	if rep.Ticks.QuietModelCalls != 0 {
+		t.Errorf("%d model calls on quiet-hour ticks", rep.Ticks.QuietModelCalls)
+	}
+	if len(in.Routines) != 1 || !strings.Contains(in.Routines[0], "gym") {
+		t.Errorf("routines = %q, want the gym", in.Routines)
+	}
+}
+
+// Every scenario file in examples/scenarios is one the figures run.
+func TestEveryExampleIsHeld(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("..", "..", "examples", "scenarios", "*.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		name := strings.TrimSuffix(filepath.Base(f), ".yaml")
+		if !slices.Contains(examples, name) {
+			t.Errorf("%s is not in the figures' examples", f)
+		}
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/raven-agent/raven/internal/llm"
 	"github.com/raven-agent/raven/internal/sentinel"
 	"github.com/raven-agent/raven/internal/sentinel/feedback"
+	"github.com/raven-agent/raven/internal/sentinel/predictor"
 	"github.com/raven-agent/raven/internal/tools"
 )
 
@@ -119,6 +120,9 @@ func (p metered) Chat(ctx context.Context, req llm.Request) (*llm.Response, erro
 }
 
 func originOf(ctx context.Context, req llm.Request) string {
+	if t, ok := llm.CallTagFrom(ctx); ok && t.Origin != "" {
+		return t.Origin
+	}
 	if t, ok := tools.TurnFrom(ctx); ok && t.Origin != "" {
 		return string(t.Origin)
 	}
@@ -170,6 +174,13 @@ func toolCall(req llm.Request, name string, args map[string]any) *llm.Response {
 // noDiscovery answers a task-discovery call (any call not for the planner
 // tool) with an empty menu: the stubs judge nudges, not menus.
 func noDiscovery(req llm.Request) *llm.Response {
+	if hasTool(req, predictor.RecordAnalysisTool) {
+		// The daily analysis: what a model would read off the notes.
+		return toolCall(req, predictor.RecordAnalysisTool, map[string]any{
+			"commitments": []any{map[string]any{"text": "follow up on what the notes say is open"}},
+			"themes":      []any{"the week ahead"},
+		})
+	}
 	if len(req.Tools) == 0 {
 		return &llm.Response{Content: "nothing", Usage: estimate(req, "nothing")}
 	}

@@ -38,6 +38,7 @@ type Report struct {
 	Adaptive            AdaptiveStats    `json:"adaptive"`
 	Learned             LearnedStats     `json:"learned"`
 	Outbox              OutboxStats      `json:"outbox"`
+	Inputs              InputStats       `json:"planner_inputs"`
 	Cron                CronStats        `json:"cron"`
 	Heartbeat           HeartbeatStats   `json:"heartbeat"`
 	PerDay              []DayStats       `json:"per_day"`
@@ -45,6 +46,20 @@ type Report struct {
 	Outages             []OutageReport   `json:"outages,omitempty"`
 	WallMillis          int64            `json:"wall_ms"`
 	deadlineSlots       map[string]*Slot `json:"-"`
+}
+
+// InputStats are what the planner's context held from the optional
+// inputs (seen once a day, at the first tick from 09:00).
+type InputStats struct {
+	// CalendarEvents summed over the days seen; CalendarDays with any.
+	CalendarEvents int `json:"calendar_events"`
+	CalendarDays   int `json:"calendar_days"`
+	// AnalysisCalls the daily analysis made; AnalysisDays its sections
+	// reached the planner.
+	AnalysisCalls int `json:"analysis_calls"`
+	AnalysisDays  int `json:"analysis_days"`
+	// Routines the planner was shown (the routine store's).
+	Routines []string `json:"routines,omitempty"`
 }
 
 // TickStats count the Sentinel's ticks and what they cost.
@@ -277,6 +292,8 @@ func (r *Report) rows() [][2]string {
 		{"adaptive multiplier", mult},
 		{"learned DND hours", fmt.Sprint(r.Learned.DNDHours)},
 		{"outbox", fmt.Sprintf("%d shown, wait avg %.0fm max %.0fm, %d left", r.Outbox.Shown, r.Outbox.AvgWaitMinutes, r.Outbox.MaxWaitMinutes, r.Outbox.LeftAtEnd)},
+		{"planner inputs", fmt.Sprintf("calendar %d events on %d days; daily analysis %d calls, in context %d days; routines %q",
+			r.Inputs.CalendarEvents, r.Inputs.CalendarDays, r.Inputs.AnalysisCalls, r.Inputs.AnalysisDays, r.Inputs.Routines)},
 		{"cron / heartbeat", fmt.Sprintf("%d fires (%d decayed) / %d ticks, %d ran", r.Cron.Fires, r.Cron.Decayed, r.Heartbeat.Ticks, r.Heartbeat.Ran)},
 		{"wall time", fmt.Sprintf("%dms", r.WallMillis)},
 	}

@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -137,6 +138,7 @@ type world struct {
 	outages        [][2]time.Time
 	cronFired      chan string
 	days           map[string]*DayStats
+	inputsSeen     map[string]bool
 	lastMult       float64
 	lastDND        string
 	lastPrefs      string
@@ -176,7 +178,7 @@ func newWorld(sc Scenario, o Options, dir string) (*world, error) {
 	w := &world{
 		sc: sc, o: o, dir: dir, paths: paths, cfg: cfg, tl: tl, clk: clock.NewFake(tl.start), meter: NewMeter(),
 		end: tl.at(sc.Days-1, "00:00").AddDate(0, 0, 1), shownIDs: map[string]int{}, nudgeByContent: map[string]string{}, cronFired: make(chan string, 64),
-		days: map[string]*DayStats{},
+		days: map[string]*DayStats{}, inputsSeen: map[string]bool{},
 	}
 	w.owner = &owner{sc: sc.Owner, tl: tl, rng: rand.New(rand.NewPCG(uint64(sc.Seed), 0x5eed))}
 	w.rep = &Report{
@@ -239,6 +241,13 @@ func buildConfig(sc Scenario, o Options, dir string) (config.Config, []string, e
 	// A simulation of proactivity needs the Sentinel, which is off by
 	// default; the run drives its ticks itself, as `raven sentinel tick` does.
 	cfg.Sentinel.Enabled = true
+	if strings.TrimSpace(sc.Calendar) != "" {
+		ics := filepath.Join(dir, "calendar.ics")
+		if err := os.WriteFile(ics, []byte(sc.Calendar), 0o600); err != nil {
+			return base, nil, err
+		}
+		cfg.Sentinel.Calendar.Path = ics
+	}
 	loc, _ := time.LoadLocation(sc.Timezone)
 	cfg.Sentinel.Policy.Location = loc
 	if err := cfg.Validate(); err != nil {
@@ -343,6 +352,11 @@ func (w *world) setup(ctx context.Context) error {
 	}
 	if strings.TrimSpace(w.sc.Heartbeat) != "" {
 		if err := writeFile(w.paths.Heartbeat(), w.sc.Heartbeat); err != nil {
+			return err
+		}
+	}
+	if strings.TrimSpace(w.sc.History) != "" {
+		if err := writeFile(w.paths.History(), strings.TrimRight(w.sc.History, "\n")+"\n"); err != nil {
 			return err
 		}
 	}
@@ -817,6 +831,7 @@ func (w *world) tick(ctx context.Context, now time.Time) {
 			highDue = true
 		}
 	}
+	w.observeInputs(ctx, now)
 	out := sys.Runner.TickOnce(ctx)
 	calls := w.meter.total() - before
 	rep := w.rep
@@ -998,9 +1013,37 @@ func (w *world) travel(ctx context.Context) error {
 	return w.setAttached(ctx, surface)
 }
 
+// observeInputs records, once a local day at the first tick from 09:00,
+// what the planner's context holds from the calendar, the daily analysis
+// and the routine store.
+func (w *world) observeInputs(ctx context.Context, now time.Time) {
+	local := now.In(w.tl.zone(now))
+	day := local.Format(time.DateOnly)
+	if local.Hour() < 9 || w.inputsSeen[day] {
+		return
+	}
+	w.inputsSeen[day] = true
+	sys := w.rt.Sentinel()
+	pc := sys.Assembler.Assemble(ctx)
+	in := &w.rep.Inputs
+	in.CalendarEvents += len(pc.Calendar)
+	if len(pc.Calendar) > 0 {
+		in.CalendarDays++
+	}
+	if sys.Analysis != nil && strings.Contains(pc.AttentionMD, "## "+sentinel.SectionThemes) {
+		in.AnalysisDays++
+	}
+	for _, r := range pc.Routines {
+		if !slices.Contains(in.Routines, r.Description) {
+			in.Routines = append(in.Routines, r.Description)
+		}
+	}
+}
+
 func (w *world) finish(ctx context.Context) error {
 	rep := w.rep
 	w.clk.Set(w.end)
+	rep.Inputs.AnalysisCalls = w.meter.Calls(llm.OriginAnalysis)
 	rep.Deadlines.Expected = len(w.sc.Deadlines)
 	for _, d := range w.sc.Deadlines {
 		if !w.planned(d) {

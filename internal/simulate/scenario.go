@@ -68,6 +68,12 @@ type Scenario struct {
 	Cron []CronJob `yaml:"cron" json:"cron"`
 	// Heartbeat is HEARTBEAT.md (its tasks cost a model call per heartbeat tick).
 	Heartbeat string `yaml:"heartbeat" json:"heartbeat"`
+	// History is HISTORY.md before the run ("- <RFC3339> [conv] user: …"
+	// lines): weeks of the owner's past, for the routine learner.
+	History string `yaml:"history" json:"history"`
+	// Calendar is an iCalendar file (VCALENDAR text) the planner's calendar
+	// reads: it is written to the data dir and sentinel.calendar.path set.
+	Calendar string `yaml:"calendar" json:"calendar"`
 
 	Planner Planner `yaml:"planner" json:"planner"`
 	// Config overrides, as `raven config set KEY VALUE` takes them, applied

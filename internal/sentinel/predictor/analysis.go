@@ -67,7 +67,10 @@ type DailyAnalysisOptions struct {
 	// Input returns MEMORY.md and the history tail to read.
 	Input func(ctx context.Context) (memory, history string)
 	// Hour is the local hour from which the day's call is made (default 6).
-	Hour     int
+	Hour int
+	// Quiet reports the owner's quiet hours: the day's call waits for
+	// their end, so a quiet-hour tick makes no model call (nil: never).
+	Quiet    func() bool
 	Location *time.Location
 	Clock    clock.Clock
 	Logger   *slog.Logger
@@ -144,13 +147,15 @@ func (d *DailyAnalysis) Latest(ctx context.Context) (Analysis, bool) {
 	if d.tried == day {
 		return d.latest, d.latest.Day != ""
 	}
+	// Asked before the transaction: the policy reads the same store.
+	due := d.o.Provider != nil && now.Hour() >= d.o.Hour && (d.o.Quiet == nil || !d.o.Quiet())
 	var st analysisState
 	claimed := false
 	err := d.o.Store.Update(ctx, func(tx *statefile.Tx) error {
 		if _, err := tx.Get(AnalysisSection, &st); err != nil {
 			return err
 		}
-		if st.Attempt.Day == day || d.o.Provider == nil || now.Hour() < d.o.Hour {
+		if st.Attempt.Day == day || !due {
 			return nil // made (or being made) today, or not due yet
 		}
 		// The claim is the attempt: a failure is not retried the same day.

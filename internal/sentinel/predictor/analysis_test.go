@@ -123,3 +123,22 @@ func TestDailyAnalysisFailureKeepsYesterday(t *testing.T) {
 		})
 	}
 }
+
+// The day's call waits for the end of the owner's quiet hours.
+func TestDailyAnalysisWaitsOutQuietHours(t *testing.T) {
+	clk := clock.NewFake(time.Date(2025, 3, 4, 7, 0, 0, 0, time.UTC))
+	p := &countingProvider{reply: analysisReply(`{"commitments":[],"themes":["garden"]}`)}
+	quiet := true
+	a, err := NewDailyAnalysis(DailyAnalysisOptions{Provider: p, Store: openStore(t, t.TempDir(), clk), Hour: 6, Location: time.UTC, Clock: clk,
+		Quiet: func() bool { return quiet }, Input: func(context.Context) (string, string) { return "", "" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := a.Latest(context.Background()); ok || p.calls.Load() != 0 {
+		t.Fatalf("called in quiet hours (%d calls)", p.calls.Load())
+	}
+	quiet = false
+	if _, ok := a.Latest(context.Background()); !ok || p.calls.Load() != 1 {
+		t.Fatalf("not called after quiet hours (%d calls)", p.calls.Load())
+	}
+}
