@@ -1,0 +1,162 @@
+package memindex
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Snippet markers around the matched words.
+const (
+	MarkOpen  = "**"
+	MarkClose = "**"
+)
+
+// snippetTokens is how many tokens of context a snippet carries.
+const snippetTokens = 24
+
+// Query is one search.
+type Query struct {
+	Text string
+	// Since, when set, keeps only entries dated at or after it.
+	Since time.Time
+	// Limit caps the hits (0: DefaultLimit; at most MaxLimit).
+	Limit int
+}
+
+// Hit is one found passage and where it came from.
+type Hit struct {
+	Kind string    `json:"kind"`
+	At   time.Time `json:"at"`
+	// Path is HISTORY.md or the note's path in the workspace; Line its
+	// 1-based line.
+	Path string `json:"path,omitempty"`
+	Line int    `json:"line,omitempty"`
+	// Conversation and Role are a history entry's or session message's.
+	Conversation string  `json:"conversation,omitempty"`
+	Role         string  `json:"role,omitempty"`
+	Snippet      string  `json:"snippet"`
+	Score        float64 `json:"score"`
+}
+
+// Source says where h came from, for the model and the owner.
+func (h Hit) Source() string {
+	switch h.Kind {
+	case KindHistory:
+		return fmt.Sprintf("HISTORY.md line %d (%s, %s)", h.Line, h.Conversation, h.Role)
+	case KindSession:
+		return fmt.Sprintf("session %s (%s)", h.Conversation, h.Role)
+	default:
+		return fmt.Sprintf("%s line %d", h.Path, h.Line)
+	}
+}
+
+// Search brings the index up to date and returns the best hits for q:
+// every word must match (a prefix, for words of three letters or more);
+// when none does, any word may. Ranking is FTS5's bm25 over the newest
+// maxCandidates matches, newer first among equals. A passage in both HISTORY.md and its session is one hit.
+func (ix *Index) Search(ctx context.Context, q Query) ([]Hit, error) {
+	terms := Terms(q.Text)
+	if len(terms) == 0 {
+		return nil, ErrEmptyQuery
+	}
+	if q.Limit <= 0 {
+		q.Limit = DefaultLimit
+	}
+	q.Limit = min(q.Limit, MaxLimit)
+	if err := ix.Sync(ctx); err != nil {
+		return nil, err
+	}
+	hits, err := ix.match(ctx, MatchExpr(terms, "AND"), q)
+	if err == nil && len(hits) == 0 && len(terms) > 1 {
+		hits, err = ix.match(ctx, MatchExpr(terms, "OR"), q)
+	}
+	return hits, err
+}
+
+// maxCandidates bounds how many matching passages are ranked: bm25 costs
+// a few microseconds a row, so a word in thousands of entries would blow
+// the latency budget. Past it, the newest matches are the candidates.
+const maxCandidates = 300
+
+func (ix *Index) match(ctx context.Context, expr string, q Query) ([]Hit, error) {
+	// The since bound needs each match's date (a join to the docs table);
+	// without one, the FTS table alone answers.
+	var since int64
+	from, args := `memindex_fts f WHERE f.memindex_fts MATCH ?`, []any{expr}
+	if !q.Since.IsZero() {
+		since = q.Since.UnixNano()
+		from = `memindex_fts f JOIN memindex_docs d ON d.id = f.rowid WHERE f.memindex_fts MATCH ? AND d.at >= ?`
+		args = append(args, since)
+	}
+	// FTS5 walks matches in rowid order without scoring them: the floor is
+	// the rowid of the maxCandidates-th newest match.
+	var floor int64
+	err := ix.o.DB.QueryRowContext(ctx, `SELECT f.rowid FROM `+from+` ORDER BY f.rowid DESC LIMIT 1 OFFSET ?`,
+		append(args, maxCandidates-1)...).Scan(&floor)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("%w: search %q: %w", ErrIndex, expr, err)
+	}
+	// ORDER BY rank is FTS5's own: it scores the candidates once and
+	// snippet() runs only for the rows returned. Over-fetch: the
+	// duplicates folded below would otherwise eat the limit.
+	rows, err := ix.o.DB.QueryContext(ctx, `SELECT d.kind, d.ref, d.line, d.role, d.at,
+			snippet(f.memindex_fts, 0, ?, ?, '…', ?), f.rank
+		FROM memindex_fts f JOIN memindex_docs d ON d.id = f.rowid
+		WHERE f.memindex_fts MATCH ? AND f.rowid >= ? AND d.at >= ?
+		ORDER BY f.rank LIMIT ?`,
+		MarkOpen, MarkClose, snippetTokens, expr, floor, since, 2*q.Limit+4)
+	if err != nil {
+		return nil, fmt.Errorf("%w: search %q: %w", ErrIndex, expr, err)
+	}
+	defer rows.Close()
+	var hits []Hit
+	for rows.Next() {
+		var h Hit
+		var at int64
+		var ref string
+		if err := rows.Scan(&h.Kind, &ref, &h.Line, &h.Role, &at, &h.Snippet, &h.Score); err != nil {
+			return nil, fmt.Errorf("%w: search: %w", ErrIndex, err)
+		}
+		h.At = time.Unix(0, at).UTC()
+		switch h.Kind {
+		case KindNote:
+			h.Path = ref
+		case KindHistory:
+			h.Path, h.Conversation = "HISTORY.md", ref
+		default:
+			h.Conversation, h.Line = ref, 0
+		}
+		hits = append(hits, h)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("%w: search: %w", ErrIndex, err)
+	}
+	// Equal scores (the same words, as often) read newest first.
+	sort.SliceStable(hits, func(i, j int) bool {
+		if hits[i].Score != hits[j].Score {
+			return hits[i].Score < hits[j].Score
+		}
+		return hits[i].At.After(hits[j].At)
+	})
+	var out []Hit
+	seen := map[string]bool{}
+	for _, h := range hits {
+		// HISTORY.md and the session store both keep each message of a
+		// turn, stamped with the same instant.
+		key := h.At.Truncate(time.Second).String() + "\x00" + strings.Join(strings.Fields(h.Snippet), " ")
+		if h.Kind != KindNote && seen[key] {
+			continue
+		}
+		seen[key] = true
+		out = append(out, h)
+		if len(out) == q.Limit {
+			break
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,38 @@
+package memindex
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+)
+
+// sessionPage is how many messages one read takes while catching up.
+const sessionPage = 1000
+
+// syncSessions indexes the session messages stored since the last sync
+// (by row id, so a message is indexed once whichever process wrote it).
+func (ix *Index) syncSessions(ctx context.Context, tx *sql.Tx, m marks) error {
+	if ix.o.Sessions == nil {
+		return nil
+	}
+	last := m["session_id"]
+	for {
+		recs, err := ix.o.Sessions.After(ctx, last, sessionPage)
+		if err != nil {
+			return fmt.Errorf("%w: sessions: %w", ErrIndex, err)
+		}
+		docs := make([]doc, 0, len(recs))
+		for _, r := range recs {
+			docs = append(docs, doc{kind: KindSession, ref: r.Conversation, role: string(r.Role), at: r.At.UnixNano(), body: r.Content})
+			last = r.ID
+		}
+		if err := insertDocs(ctx, tx, docs); err != nil {
+			return err
+		}
+		if len(recs) < sessionPage {
+			break
+		}
+	}
+	m["session_id"] = last
+	return nil
+}
