@@ -38,6 +38,7 @@ func newRootCmd() *cobra.Command {
 		newInboxCmd(g),
 	)
 	root.AddCommand(newApprovalsCmd(g))
+	root.AddCommand(newMemoryCmd(g))
 	root.AddCommand(newSandboxExecCmd())
 	return root
 }

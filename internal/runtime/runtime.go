@@ -22,6 +22,7 @@ import (
 	"github.com/raven-agent/raven/internal/eventlog"
 	"github.com/raven-agent/raven/internal/heartbeat"
 	"github.com/raven-agent/raven/internal/llm"
+	"github.com/raven-agent/raven/internal/memindex"
 	"github.com/raven-agent/raven/internal/questions"
 	"github.com/raven-agent/raven/internal/sandbox"
 	"github.com/raven-agent/raven/internal/sentinel"
@@ -139,6 +140,8 @@ type Runtime struct {
 	scheduler *spine.Scheduler
 	agent     *agent.Agent
 	subagents *agent.SubagentManager
+	memIndex  *memindex.Index
+	memWriter *memindex.Writer
 	broker    *questions.Broker
 	auth      *auth.Store
 	approvals *approvals.Store
@@ -174,8 +177,8 @@ type Runtime struct {
 }
 
 // Build wires every part of Raven in one fixed order — database, sessions,
-// models, hub, tools, agent, spine, subagents, event log, auth, exec and its
-// approvals, ask_user,
+// models, hub, tools, agent, spine, subagents, memory index and its tools,
+// event log, auth, exec and its approvals, ask_user,
 // owner questions, outbox, Sentinel, wake and heartbeat, cron, triggers,
 // inbound dispatch — and starts the loops o.Services name. A part that
 // cannot be built fails Build; nothing is skipped at run time.
@@ -213,6 +216,7 @@ func Build(ctx context.Context, o Options) (*Runtime, error) {
 		{"database", r.buildStore},
 		{"model", r.buildModels},
 		{"agent", r.buildAgent},
+		{"memory", r.buildMemory},
 		{"event log", r.buildEvents},
 		{"auth", r.buildAuth},
 		{"approvals", r.buildApprovals},
@@ -277,7 +281,7 @@ func (r *Runtime) buildAgent(_ context.Context, o Options) error {
 		MemoryPath: r.paths.Memory(), HistoryPath: r.paths.History(),
 		Clock: r.clk, Logger: r.log.With("component", "agent"),
 		Config: agent.Config{SystemPrompt: ac.SystemPrompt, MaxIterations: ac.MaxIterations,
-			HistoryTailBytes: ac.HistoryTailBytes, RecentMessages: ac.RecentMessages, MaxTokens: ac.MaxTokens,
+			HistoryTailBytes: ac.HistoryTailBytes, MemoryBytes: ac.MemoryBytes, RecentMessages: ac.RecentMessages, MaxTokens: ac.MaxTokens,
 			ToolTimeout: ac.ToolTimeout.D()},
 	})
 	r.scheduler = spine.NewScheduler(r.runTurn, r.hub, spine.Options{
