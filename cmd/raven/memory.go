@@ -50,7 +50,12 @@ no passage has them all, any word may. Quotes and operators are plain text.
 
 --since takes a date (2026-11-30), an RFC 3339 time, or a span back from now
 (36h, 7d, 2w).`,
-		Args: cobra.MinimumNArgs(1),
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return usageErr(fmt.Errorf("%s: want a query (see --help)", cmd.CommandPath()))
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			query := strings.Join(args, " ")
 			from, err := memindex.ParseSince(since, time.Now())
