@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -77,6 +78,51 @@ func BenchmarkSyncTurn(b *testing.B) {
 		}
 		b.StartTimer()
 		if err := f.ix.SyncTurn(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkSearchP50 cycles through queries of every shape (one common
+// word, two words, a since bound, no match, a hostile query) over a year of
+// hourly history and reports the median and 99th percentile latency.
+func BenchmarkSearchP50(b *testing.B) {
+	f := yearOfHistory(b)
+	ctx := context.Background()
+	qs := []Query{
+		{Text: "dentist"}, {Text: "paris flight"}, {Text: "tax return"}, {Text: "garden", Since: t0.AddDate(0, 11, 0)},
+		{Text: "birthday", Limit: 20}, {Text: "nothing matches this"}, {Text: `"kayak" OR (plumber* NOT`}, {Text: "insurance car service"},
+	}
+	var took []time.Duration
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		start := time.Now()
+		if _, err := f.ix.Search(ctx, qs[i%len(qs)]); err != nil {
+			b.Fatal(err)
+		}
+		took = append(took, time.Since(start))
+		i++
+	}
+	slices.Sort(took)
+	b.ReportMetric(float64(took[len(took)/2].Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(took[len(took)*99/100].Microseconds())/1000, "p99-ms")
+}
+
+// BenchmarkBackfill is the first sync of a data dir with a year of history:
+// what the first search after an upgrade pays once.
+func BenchmarkBackfill(b *testing.B) {
+	for b.Loop() {
+		b.StopTimer()
+		f := newFixture(b)
+		os.MkdirAll(filepath.Dir(f.hist), 0o700)
+		var sb strings.Builder
+		for h := range 365 * 24 {
+			fmt.Fprintf(&sb, "- %s [cli:local] user: entry %d about the %s\n", t0.Add(time.Duration(h)*time.Hour).Format(time.RFC3339), h, benchWords[h%len(benchWords)])
+		}
+		os.WriteFile(f.hist, []byte(sb.String()), 0o600)
+		b.StartTimer()
+		if err := f.ix.Sync(context.Background()); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -68,7 +68,10 @@ func (ix *Index) syncHistory(ctx context.Context, tx *sql.Tx, m marks) error {
 			line++
 			if d := parseHistoryLine(string(l), int(line), last); d.body != "" {
 				last = d.at
-				docs = append(docs, d)
+				// The agent writes a machine prompt's role as its origin.
+				if !machinePrompts[d.role] {
+					docs = append(docs, d)
+				}
 			}
 		}
 		if err := insertDocs(ctx, tx, docs); err != nil {

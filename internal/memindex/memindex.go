@@ -9,11 +9,13 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"os"
 	"strings"
 	"sync"
 
 	"github.com/raven-agent/raven/internal/clock"
 	"github.com/raven-agent/raven/internal/session"
+	"github.com/raven-agent/raven/internal/spine"
 	"github.com/raven-agent/raven/internal/sqlitedb"
 )
 
@@ -97,9 +99,30 @@ type Options struct {
 // and several processes may share one database: each update runs in one
 // write transaction that reads and advances the stored watermarks.
 type Index struct {
-	o Options
-	// mu keeps this process's syncs from queueing on SQLite's busy wait.
+	o     Options
+	stmts searchStmts
+	// mu keeps this process's syncs from queueing on SQLite's busy wait,
+	// and guards what the last sync saw.
 	mu sync.Mutex
+	// seen is what this process's last sync saw of the sources. When they
+	// look the same, a sync takes no write transaction: a search does not
+	// queue behind a gateway's writes to find that nothing is new.
+	seen struct {
+		history   fileStamp
+		sessionID int64
+		notes     []noteFile
+	}
+}
+
+// fileStamp is a file's size and mtime; the zero value is a missing file.
+type fileStamp struct{ size, mtime int64 }
+
+func stampOf(path string) fileStamp {
+	st, err := os.Stat(path)
+	if err != nil {
+		return fileStamp{}
+	}
+	return fileStamp{st.Size(), st.ModTime().UnixNano()}
 }
 
 // Open migrates the index tables in o.DB.
@@ -122,7 +145,11 @@ func Open(ctx context.Context, o Options) (*Index, error) {
 	if err := sqlitedb.Migrate(ctx, o.DB, "memindex", migrations); err != nil {
 		return nil, err
 	}
-	return &Index{o: o}, nil
+	stmts, err := prepareSearch(ctx, o.DB)
+	if err != nil {
+		return nil, err
+	}
+	return &Index{o: o, stmts: stmts}, nil
 }
 
 // Sync brings the index up to date with every source: the turn sources
@@ -140,7 +167,15 @@ func (ix *Index) Sync(ctx context.Context) error {
 func (ix *Index) SyncTurn(ctx context.Context) error {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
-	return ix.inTx(ctx, func(tx *sql.Tx) error {
+	hist := fileStamp{}
+	if ix.o.HistoryPath != "" {
+		hist = stampOf(ix.o.HistoryPath)
+	}
+	if hist == ix.seen.history && !ix.newSessions(ctx) {
+		return nil
+	}
+	var sessionID int64
+	err := ix.inTx(ctx, func(tx *sql.Tx) error {
 		was, err := loadMarks(ctx, tx)
 		if err != nil {
 			return err
@@ -152,8 +187,23 @@ func (ix *Index) SyncTurn(ctx context.Context) error {
 		if err := ix.syncSessions(ctx, tx, m); err != nil {
 			return err
 		}
+		sessionID = m["session_id"]
 		return m.save(ctx, tx, was)
 	})
+	if err == nil {
+		ix.seen.history, ix.seen.sessionID = hist, sessionID
+	}
+	return err
+}
+
+// newSessions reports whether a message may have been stored since the
+// last sync (true on any doubt).
+func (ix *Index) newSessions(ctx context.Context) bool {
+	if ix.o.Sessions == nil {
+		return false
+	}
+	recs, err := ix.o.Sessions.After(ctx, ix.seen.sessionID, 1)
+	return err != nil || len(recs) > 0
 }
 
 func (ix *Index) inTx(ctx context.Context, fn func(*sql.Tx) error) error {
@@ -216,6 +266,12 @@ func (m marks) save(ctx context.Context, tx *sql.Tx, was marks) error {
 	}
 	return nil
 }
+
+// machinePrompts are the origins whose turn prompts Raven writes itself
+// (the heartbeat's and the Sentinel's instructions, a subagent's task):
+// boilerplate that would crowd the owner's own words out of the results.
+// Their replies are indexed.
+var machinePrompts = map[string]bool{string(spine.OriginHeartbeat): true, string(spine.OriginSentinel): true, string(spine.OriginSubagent): true}
 
 // doc is one row to index.
 type doc struct {

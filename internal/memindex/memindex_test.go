@@ -291,3 +291,75 @@ func TestNotesBounded(t *testing.T) {
 		t.Fatalf("hits %+v", hits)
 	}
 }
+
+// Raven's own prompts (heartbeat, Sentinel, subagent tasks) are not the
+// owner's words: they are left out; the replies to them are kept.
+func TestMachinePromptsNotIndexed(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	f.history(t, t0, "heartbeat", "Read HEARTBEAT.md and check the garden tasks")
+	f.history(t, t0, "assistant", "The garden needs watering.")
+	f.history(t, t0, "cron", "garden reminder: water the roses")
+	if err := f.sessions.Append(ctx,
+		session.Entry{Message: llm.Message{Role: llm.RoleUser, Content: "Sentinel: consider the garden"}, Conversation: "sentinel:x", Channel: "sentinel", Origin: "sentinel", At: t0.Add(time.Hour)},
+		session.Entry{Message: llm.Message{Role: llm.RoleAssistant, Content: "Garden nudge sent"}, Conversation: "sentinel:x", Channel: "sentinel", Origin: "sentinel", At: t0.Add(time.Hour)},
+	); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, h := range f.search(t, Query{Text: "garden"}) {
+		got = append(got, h.Role+": "+strings.ReplaceAll(h.Snippet, "**", ""))
+	}
+	want := map[string]bool{"assistant: The garden needs watering.": true, "cron: garden reminder: water the roses": true, "assistant: Garden nudge sent": true}
+	if len(got) != len(want) {
+		t.Fatalf("hits %q", got)
+	}
+	for _, g := range got {
+		if !want[g] {
+			t.Fatalf("unexpected hit %q in %q", g, got)
+		}
+	}
+}
+
+// Two processes (a gateway and a chat) indexing the same data dir at once
+// index each entry once: the watermarks are read and advanced in one write
+// transaction.
+func TestSyncTwoProcessesNoDuplicates(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	other, err := sqlitedb.Open(filepath.Join(filepath.Dir(f.ws), "raven.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	ss2, _ := session.Open(ctx, other)
+	ix2, err := Open(ctx, Options{DB: other, HistoryPath: f.hist, Workspace: f.ws, Sessions: ss2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	errs := make(chan error, 2)
+	for _, ix := range []*Index{f.ix, ix2} {
+		go func() {
+			var err error
+			for i := range 20 {
+				if i%2 == 0 {
+					f.history(t, t0.Add(time.Duration(i)*time.Minute), "user", "entry about otters")
+				}
+				if err = ix.SyncTurn(ctx); err != nil {
+					break
+				}
+			}
+			errs <- err
+		}()
+	}
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	var docs int
+	f.ix.o.DB.QueryRowContext(ctx, `SELECT COUNT(*) FROM memindex_docs`).Scan(&docs)
+	if docs != 20 {
+		t.Fatalf("%d docs for 20 history lines", docs)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/raven-agent/raven/internal/memory"
@@ -39,7 +40,10 @@ func (ix *Index) SyncNotes(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return ix.inTx(ctx, func(tx *sql.Tx) error {
+	if ix.seen.notes != nil && slices.Equal(found, ix.seen.notes) {
+		return nil
+	}
+	err = ix.inTx(ctx, func(tx *sql.Tx) error {
 		known := map[string]noteFile{}
 		rows, err := tx.QueryContext(ctx, `SELECT path, mtime, size FROM memindex_files`)
 		if err != nil {
@@ -71,6 +75,10 @@ func (ix *Index) SyncNotes(ctx context.Context) error {
 		}
 		return nil
 	})
+	if err == nil {
+		ix.seen.notes = append(make([]noteFile, 0, len(found)), found...)
+	}
+	return err
 }
 
 // walkNotes lists the workspace's notes without following symlinks or

@@ -84,32 +84,25 @@ func (ix *Index) Search(ctx context.Context, q Query) ([]Hit, error) {
 const maxCandidates = 300
 
 func (ix *Index) match(ctx context.Context, expr string, q Query) ([]Hit, error) {
-	// The since bound needs each match's date (a join to the docs table);
-	// without one, the FTS table alone answers.
 	var since int64
-	from, args := `memindex_fts f WHERE f.memindex_fts MATCH ?`, []any{expr}
 	if !q.Since.IsZero() {
 		since = q.Since.UnixNano()
-		from = `memindex_fts f JOIN memindex_docs d ON d.id = f.rowid WHERE f.memindex_fts MATCH ? AND d.at >= ?`
-		args = append(args, since)
 	}
 	// FTS5 walks matches in rowid order without scoring them: the floor is
-	// the rowid of the maxCandidates-th newest match.
+	// the rowid of the maxCandidates-th newest match. The since bound needs
+	// each match's date (a join); without one, the FTS table alone answers.
 	var floor int64
-	err := ix.o.DB.QueryRowContext(ctx, `SELECT f.rowid FROM `+from+` ORDER BY f.rowid DESC LIMIT 1 OFFSET ?`,
-		append(args, maxCandidates-1)...).Scan(&floor)
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+	var row *sql.Row
+	if since == 0 {
+		row = ix.stmts.floor.QueryRowContext(ctx, expr, maxCandidates-1)
+	} else {
+		row = ix.stmts.floorSince.QueryRowContext(ctx, expr, since, maxCandidates-1)
+	}
+	if err := row.Scan(&floor); err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("%w: search %q: %w", ErrIndex, expr, err)
 	}
-	// ORDER BY rank is FTS5's own: it scores the candidates once and
-	// snippet() runs only for the rows returned. Over-fetch: the
-	// duplicates folded below would otherwise eat the limit.
-	rows, err := ix.o.DB.QueryContext(ctx, `SELECT d.kind, d.ref, d.line, d.role, d.at,
-			snippet(f.memindex_fts, 0, ?, ?, '…', ?), f.rank
-		FROM memindex_fts f JOIN memindex_docs d ON d.id = f.rowid
-		WHERE f.memindex_fts MATCH ? AND f.rowid >= ? AND d.at >= ?
-		ORDER BY f.rank LIMIT ?`,
-		MarkOpen, MarkClose, snippetTokens, expr, floor, since, 2*q.Limit+4)
+	// Over-fetch: the duplicates folded below would otherwise eat the limit.
+	rows, err := ix.stmts.rank.QueryContext(ctx, MarkOpen, MarkClose, snippetTokens, expr, floor, since, 2*q.Limit+4)
 	if err != nil {
 		return nil, fmt.Errorf("%w: search %q: %w", ErrIndex, expr, err)
 	}
@@ -159,4 +152,33 @@ func (ix *Index) match(ctx context.Context, expr string, q Query) ([]Hit, error)
 		}
 	}
 	return out, nil
+}
+
+// searchStmts are the search's statements, prepared once: parsing them
+// was a fifth of a search's time.
+type searchStmts struct{ floor, floorSince, rank *sql.Stmt }
+
+func prepareSearch(ctx context.Context, db *sql.DB) (searchStmts, error) {
+	var s searchStmts
+	for _, p := range []struct {
+		dst **sql.Stmt
+		sql string
+	}{
+		{&s.floor, `SELECT rowid FROM memindex_fts WHERE memindex_fts MATCH ? ORDER BY rowid DESC LIMIT 1 OFFSET ?`},
+		{&s.floorSince, `SELECT f.rowid FROM memindex_fts f JOIN memindex_docs d ON d.id = f.rowid
+			WHERE f.memindex_fts MATCH ? AND d.at >= ? ORDER BY f.rowid DESC LIMIT 1 OFFSET ?`},
+		// ORDER BY rank is FTS5's own: it scores the candidates once, and
+		// snippet() runs only for the rows returned.
+		{&s.rank, `SELECT d.kind, d.ref, d.line, d.role, d.at, snippet(f.memindex_fts, 0, ?, ?, '…', ?), f.rank
+			FROM memindex_fts f JOIN memindex_docs d ON d.id = f.rowid
+			WHERE f.memindex_fts MATCH ? AND f.rowid >= ? AND d.at >= ?
+			ORDER BY f.rank LIMIT ?`},
+	} {
+		st, err := db.PrepareContext(ctx, p.sql)
+		if err != nil {
+			return s, fmt.Errorf("%w: prepare search: %w", ErrIndex, err)
+		}
+		*p.dst = st
+	}
+	return s, nil
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+
+	"github.com/raven-agent/raven/internal/llm"
 )
 
 // sessionPage is how many messages one read takes while catching up.
@@ -23,8 +25,11 @@ func (ix *Index) syncSessions(ctx context.Context, tx *sql.Tx, m marks) error {
 		}
 		docs := make([]doc, 0, len(recs))
 		for _, r := range recs {
-			docs = append(docs, doc{kind: KindSession, ref: r.Conversation, role: string(r.Role), at: r.At.UnixNano(), body: r.Content})
 			last = r.ID
+			if r.Role == llm.RoleUser && machinePrompts[r.Origin] {
+				continue
+			}
+			docs = append(docs, doc{kind: KindSession, ref: r.Conversation, role: string(r.Role), at: r.At.UnixNano(), body: r.Content})
 		}
 		if err := insertDocs(ctx, tx, docs); err != nil {
 			return err
