@@ -363,3 +363,18 @@ func TestSyncTwoProcessesNoDuplicates(t *testing.T) {
 		t.Fatalf("%d docs for 20 history lines", docs)
 	}
 }
+
+// A source that cannot be read does not stop a search: what is indexed is
+// still found.
+func TestSearchDespiteUnreadableSource(t *testing.T) {
+	f := newFixture(t)
+	os.MkdirAll(f.ws, 0o700)
+	os.WriteFile(filepath.Join(f.ws, "n.md"), []byte("heron"), 0o600)
+	os.MkdirAll(f.hist, 0o700) // HISTORY.md is a directory: reading it fails
+	if err := f.ix.SyncTurn(context.Background()); err == nil || !errors.Is(err, ErrIndex) {
+		t.Fatalf("sync of a directory as HISTORY.md: %v", err)
+	}
+	if hits := f.search(t, Query{Text: "heron"}); len(hits) != 1 {
+		t.Fatalf("hits %+v", hits)
+	}
+}

@@ -17,6 +17,10 @@ import (
 // section (or part of a long one), not at a whole file.
 const maxChunkBytes = 2 << 10
 
+// maxWalkEntries bounds the directory entries one notes scan visits, so a
+// workspace holding a large checkout does not make every search slow.
+const maxWalkEntries = 20000
+
 // skippedNotes are workspace paths that are not the owner's notes:
 // HISTORY.md (indexed entry by entry), the heartbeat task list, files the
 // Sentinel regenerates, and skills (instructions, not memory).
@@ -86,7 +90,12 @@ func (ix *Index) SyncNotes(ctx context.Context) error {
 func (ix *Index) walkNotes() ([]noteFile, error) {
 	var out []noteFile
 	root := ix.o.Workspace
+	visited := 0
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if visited++; visited > maxWalkEntries {
+			ix.o.Logger.Warn("memory index: workspace too large to scan whole; later notes are not indexed", "entries", maxWalkEntries)
+			return fs.SkipAll
+		}
 		if err != nil {
 			if p == root && errors.Is(err, fs.ErrNotExist) {
 				return fs.SkipAll
@@ -95,7 +104,7 @@ func (ix *Index) walkNotes() ([]noteFile, error) {
 			return nil
 		}
 		rel, _ := filepath.Rel(root, p)
-		if p != root && (strings.HasPrefix(d.Name(), ".") || skippedNotes[filepath.ToSlash(rel)]) {
+		if p != root && (strings.HasPrefix(d.Name(), ".") || skippedNotes[filepath.ToSlash(rel)] || d.IsDir() && d.Name() == "node_modules") {
 			if d.IsDir() {
 				return fs.SkipDir
 			}

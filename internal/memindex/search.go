@@ -68,8 +68,13 @@ func (ix *Index) Search(ctx context.Context, q Query) ([]Hit, error) {
 		q.Limit = DefaultLimit
 	}
 	q.Limit = min(q.Limit, MaxLimit)
+	// A source that cannot be read (a permission, a disk error) leaves the
+	// index as it was; what is indexed is still searched.
 	if err := ix.Sync(ctx); err != nil {
-		return nil, err
+		if ctx.Err() != nil {
+			return nil, err
+		}
+		ix.o.Logger.Warn("memory index not brought up to date before a search", "err", err)
 	}
 	hits, err := ix.match(ctx, MatchExpr(terms, "AND"), q)
 	if err == nil && len(hits) == 0 && len(terms) > 1 {
