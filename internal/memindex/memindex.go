@@ -156,10 +156,7 @@ func Open(ctx context.Context, o Options) (*Index, error) {
 // (new HISTORY.md lines, new session messages) and the notes (files whose
 // mtime or size changed). Search calls it first.
 func (ix *Index) Sync(ctx context.Context) error {
-	if err := ix.SyncTurn(ctx); err != nil {
-		return err
-	}
-	return ix.SyncNotes(ctx)
+	return errors.Join(ix.SyncTurn(ctx), ix.SyncNotes(ctx))
 }
 
 // SyncTurn indexes what a turn appends: the HISTORY.md lines and session
