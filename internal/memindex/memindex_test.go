@@ -378,3 +378,21 @@ func TestSearchDespiteUnreadableSource(t *testing.T) {
 		t.Fatalf("hits %+v", hits)
 	}
 }
+
+// A MEMORY.md linked in from elsewhere is indexed; other links are not
+// followed.
+func TestNotesSymlinks(t *testing.T) {
+	f := newFixture(t)
+	vault := t.TempDir()
+	os.MkdirAll(f.ws, 0o700)
+	os.WriteFile(filepath.Join(vault, "memory.md"), []byte("- walrus facts"), 0o600)
+	os.WriteFile(filepath.Join(vault, "other.md"), []byte("- walrus elsewhere"), 0o600)
+	if err := os.Symlink(filepath.Join(vault, "memory.md"), filepath.Join(f.ws, "MEMORY.md")); err != nil {
+		t.Skip(err)
+	}
+	os.Symlink(filepath.Join(vault, "other.md"), filepath.Join(f.ws, "other.md"))
+	os.Symlink(vault, filepath.Join(f.ws, "vault"))
+	if hits := f.search(t, Query{Text: "walrus"}); len(hits) != 1 || hits[0].Path != "MEMORY.md" {
+		t.Fatalf("hits %+v", hits)
+	}
+}

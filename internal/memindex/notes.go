@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -110,11 +111,16 @@ func (ix *Index) walkNotes() ([]noteFile, error) {
 			}
 			return nil
 		}
-		if !d.Type().IsRegular() || !strings.EqualFold(filepath.Ext(p), ".md") {
+		if !strings.EqualFold(filepath.Ext(p), ".md") {
 			return nil
 		}
 		info, err := d.Info()
-		if err != nil {
+		// Symlinks are not followed, except MEMORY.md's: an owner may keep
+		// it in a notes vault and link it in.
+		if err == nil && d.Type()&fs.ModeSymlink != 0 && rel == "MEMORY.md" {
+			info, err = os.Stat(p)
+		}
+		if err != nil || !info.Mode().IsRegular() {
 			return nil
 		}
 		if info.Size() > ix.o.MaxNoteBytes {

@@ -4,12 +4,28 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"unicode/utf8"
 
 	"github.com/raven-agent/raven/internal/llm"
 )
 
 // sessionPage is how many messages one read takes while catching up.
 const sessionPage = 1000
+
+// maxMessageBytes bounds what of one message is indexed: a long reply's
+// head says what it was about, and the index stays small.
+const maxMessageBytes = 8 << 10
+
+// headOf is s cut to at most n bytes on a rune boundary.
+func headOf(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
 
 // syncSessions indexes the session messages stored since the last sync
 // (by row id, so a message is indexed once whichever process wrote it).
@@ -29,7 +45,7 @@ func (ix *Index) syncSessions(ctx context.Context, tx *sql.Tx, m marks) error {
 			if r.Role == llm.RoleUser && machinePrompts[r.Origin] {
 				continue
 			}
-			docs = append(docs, doc{kind: KindSession, ref: r.Conversation, role: string(r.Role), at: r.At.UnixNano(), body: r.Content})
+			docs = append(docs, doc{kind: KindSession, ref: r.Conversation, role: string(r.Role), at: r.At.UnixNano(), body: headOf(r.Content, maxMessageBytes)})
 		}
 		if err := insertDocs(ctx, tx, docs); err != nil {
 			return err

@@ -105,6 +105,11 @@ func AppendToSectionFile(ctx context.Context, path, heading, line string, limit 
 		return false, err
 	}
 	defer lock.Release()
+	// An owner who keeps MEMORY.md in a notes vault links it into the
+	// workspace: the rename goes to the link's target, keeping the link.
+	if target, err := filepath.EvalSymlinks(path); err == nil {
+		path = target
+	}
 	for range appendAttempts {
 		old, err := ReadWhole(path, limit)
 		if err != nil {

@@ -110,3 +110,24 @@ func TestAppendToSectionFileConcurrent(t *testing.T) {
 		t.Fatalf("%d facts in %q", n, got)
 	}
 }
+
+// A symlinked MEMORY.md stays a symlink: the line goes into its target.
+func TestAppendToSectionFileThroughSymlink(t *testing.T) {
+	dir := t.TempDir()
+	target := filepath.Join(dir, "vault", "memory.md")
+	os.MkdirAll(filepath.Dir(target), 0o700)
+	os.WriteFile(target, []byte("## Notes\n- a\n"), 0o600)
+	link := filepath.Join(dir, "MEMORY.md")
+	if err := os.Symlink(target, link); err != nil {
+		t.Skip(err)
+	}
+	if _, err := AppendToSectionFile(context.Background(), link, "Notes", "- b", 1<<20, nil); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := os.Lstat(link); err != nil || st.Mode()&os.ModeSymlink == 0 {
+		t.Fatalf("link replaced: %v %v", st.Mode(), err)
+	}
+	if b, _ := os.ReadFile(target); string(b) != "## Notes\n- a\n- b\n" {
+		t.Fatalf("target = %q", b)
+	}
+}
