@@ -122,17 +122,48 @@ func AppendToSectionFile(ctx context.Context, path, heading, line string, limit 
 		if int64(len(next)) > limit {
 			return false, &TooLargeError{Path: path, Size: int64(len(next)), Limit: limit}
 		}
-		// Compare-and-swap against an editor saving since the read above.
-		if now, err := ReadWhole(path, limit); err != nil || now != old {
-			if err != nil {
-				return false, err
-			}
+		// Compare-and-swap against an editor saving since the read above,
+		// checked after the temp file's fsync: only the rename is left.
+		err = writeIfUnchanged(path, next, old, limit)
+		if errors.Is(err, errChanged) {
 			continue
 		}
-		if err := statefile.WriteAtomicKeepMode(path, []byte(next), 0o600); err != nil {
-			return false, err
-		}
-		return true, nil
+		return err == nil, err
 	}
 	return false, fmt.Errorf("%w: %s (%d attempts)", ErrConcurrentEdit, path, appendAttempts)
+}
+
+// errChanged: the file is not what the write was computed from.
+var errChanged = errors.New("memory: changed since read")
+
+// writeIfUnchanged atomically replaces path with next, keeping its mode,
+// unless its content is no longer old (errChanged; nothing is replaced).
+func writeIfUnchanged(path, next, old string, limit int64) error {
+	perm := os.FileMode(0o600)
+	if st, err := os.Stat(path); err == nil {
+		perm = st.Mode().Perm()
+	}
+	tmp, err := statefile.CreateTemp(path)
+	if err != nil {
+		return err
+	}
+	if _, err := tmp.WriteString(next); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return fmt.Errorf("memory: write %s: %w", path, err)
+	}
+	err = statefile.CommitTempIf(tmp, path, perm, func() error {
+		now, err := ReadWhole(path, limit)
+		if err != nil {
+			return err
+		}
+		if now != old {
+			return errChanged
+		}
+		return nil
+	})
+	if err != nil {
+		os.Remove(tmp.Name())
+	}
+	return err
 }

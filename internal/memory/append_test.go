@@ -3,6 +3,7 @@ package memory
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -129,5 +130,38 @@ func TestAppendToSectionFileThroughSymlink(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(target); string(b) != "## Notes\n- a\n- b\n" {
 		t.Fatalf("target = %q", b)
+	}
+}
+
+// An editor saving (it takes no lock) after Raven read the file is never
+// undone: the write is redone on the editor's save. An editor that keeps
+// saving makes remember give up, with the last save intact.
+func TestAppendToSectionFileEditorSaves(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "MEMORY.md")
+	os.WriteFile(p, []byte("## Notes\n- a\n"), 0o600)
+	saves := 0
+	editor := func(max int) func(string) bool {
+		return func(string) bool {
+			// Called under the lock, after the read: the editor saves now.
+			if saves < max {
+				saves++
+				os.WriteFile(p, []byte(fmt.Sprintf("## Notes\n- a\n- owner save %d\n", saves)), 0o600)
+			}
+			return false
+		}
+	}
+	if ok, err := AppendToSectionFile(context.Background(), p, "Notes", "- raven", 1<<20, editor(1)); err != nil || !ok {
+		t.Fatalf("append: %v %v", ok, err)
+	}
+	if b, _ := os.ReadFile(p); string(b) != "## Notes\n- a\n- owner save 1\n- raven\n" {
+		t.Fatalf("the owner's save was lost: %q", b)
+	}
+	saves = 0
+	os.WriteFile(p, []byte("## Notes\n"), 0o600)
+	if _, err := AppendToSectionFile(context.Background(), p, "Notes", "- raven", 1<<20, editor(100)); !errors.Is(err, ErrConcurrentEdit) {
+		t.Fatalf("an editor saving every time: %v", err)
+	}
+	if b, _ := os.ReadFile(p); string(b) != fmt.Sprintf("## Notes\n- a\n- owner save %d\n", saves) {
+		t.Fatalf("the last save was not kept: %q", b)
 	}
 }
