@@ -35,9 +35,11 @@ func newRootCmd() *cobra.Command {
 	root.AddCommand(
 		newVersionCmd(), newOnboardCmd(g), newConfigCmd(g), newChatCmd(g), newDoctorCmd(g), newGatewayCmd(g), newTUICmd(g),
 		newConversationsCmd(g), newCronCmd(g), newHeartbeatCmd(g), newSentinelCmd(g), newNudgesCmd(g), newAuthCmd(g), newDemoCmd(g),
-		newInboxCmd(g),
+		newInboxCmd(g), newAttentionCmd(g),
 	)
 	root.AddCommand(newApprovalsCmd(g))
+	root.AddCommand(newSkillsCmd(g))
+	root.AddCommand(newUsageCmd(g))
 	root.AddCommand(newMemoryCmd(g))
 	root.AddCommand(newSandboxExecCmd())
 	return root

@@ -131,6 +131,10 @@ func (a *Agent) AddTurnContext(c TurnContext) { a.contexts = append(a.contexts, 
 // Tools returns the registry, for wiring tools that need the agent.
 func (a *Agent) Tools() *tools.Registry { return a.o.Tools }
 
+// ExtraUsageOrigin, in a TurnRequest's Extras, names the origin usage
+// accounting charges the turn's model calls to instead of the request's.
+const ExtraUsageOrigin = "usage_origin"
+
 // ErrMaxIterations is returned when the model keeps calling tools past the cap.
 var ErrMaxIterations = errors.New("agent: the model did not finish within the iteration cap")
 
@@ -164,7 +168,11 @@ func (a *Agent) RunTurn(ctx context.Context, t *spine.Turn) (string, error) {
 		return "", err
 	}
 	a.addTurnContext(ctx, conv, msgs)
-	toolDefs := a.offeredTools(ctx, conv)
+	// The tools tool_search brings in are offered from the next step of
+	// this turn on.
+	act := tools.NewActivation()
+	ctx = tools.WithActivation(ctx, act)
+	toolDefs, activated := a.offeredTools(ctx, conv, act), 0
 	fresh := []llm.Message{{Role: llm.RoleUser, Content: req.Content}}
 	msgs = append(msgs, fresh[0])
 	fromCron, _ := req.Extras[tools.ExtraFromCron].(bool)
@@ -173,6 +181,13 @@ func (a *Agent) RunTurn(ctx context.Context, t *spine.Turn) (string, error) {
 
 	var reply string
 	done := false
+	// Usage accounting charges each model call to the turn's origin, or
+	// to the ambient source that started it (ExtraUsageOrigin).
+	origin, ok := req.Extras[ExtraUsageOrigin].(string)
+	if !ok {
+		origin = string(req.Origin)
+	}
+	callCtx := llm.WithCallTag(ctx, llm.CallTag{Origin: origin, Conversation: conv})
 	for i := 0; i < a.o.Config.MaxIterations; i++ {
 		// Mid-turn user input: merge what arrived since the last model call.
 		for _, inj := range t.Drain() {
@@ -181,7 +196,7 @@ func (a *Agent) RunTurn(ctx context.Context, t *spine.Turn) (string, error) {
 			fresh = append(fresh, m)
 			log.Info("merged injected message into running turn")
 		}
-		resp, err := a.o.Provider.Chat(ctx, llm.Request{
+		resp, err := a.o.Provider.Chat(callCtx, llm.Request{
 			Model: a.o.Config.Model, Messages: msgs, Tools: toolDefs, MaxTokens: a.o.Config.MaxTokens,
 		})
 		if err != nil {
@@ -210,6 +225,9 @@ func (a *Agent) RunTurn(ctx context.Context, t *spine.Turn) (string, error) {
 		if ctx.Err() != nil {
 			a.persist(ctx, req, fresh)
 			return "", context.Cause(ctx)
+		}
+		if n := act.Len(); n != activated {
+			toolDefs, activated = a.offeredTools(ctx, conv, act), n
 		}
 	}
 	if !done {
@@ -242,10 +260,10 @@ func (a *Agent) addTurnContext(ctx context.Context, conv string, msgs []llm.Mess
 	}
 }
 
-// offeredTools is the registry's tool list without the tools that decline
-// this conversation.
-func (a *Agent) offeredTools(ctx context.Context, conv string) []llm.Tool {
-	defs := a.o.Tools.Defs()
+// offeredTools is the registry's tool list for one step (see
+// tools.Registry.Offered) without the tools that decline this conversation.
+func (a *Agent) offeredTools(ctx context.Context, conv string, act *tools.Activation) []llm.Tool {
+	defs := a.o.Tools.Offered(act)
 	out := defs[:0]
 	for _, d := range defs {
 		if t, ok := a.o.Tools.Get(d.Name); ok {

@@ -77,7 +77,7 @@ func newFixture(t testing.TB, script ...func(llm.Request) (*llm.Response, error)
 	ws, _ := tools.NewWorkspace(filepath.Join(dir, "workspace"))
 	prov := &fakeProvider{script: script}
 	a := New(Options{
-		Provider: prov, Tools: tools.NewRegistry(tools.ReadFile{WS: ws}, tools.WriteFile{WS: ws}), Sessions: ss,
+		Provider: prov, Tools: tools.NewRegistry(tools.NewReadFile(ws), tools.NewWriteFile(ws)), Sessions: ss,
 		MemoryPath: filepath.Join(ws.Root(), "MEMORY.md"), HistoryPath: filepath.Join(ws.Root(), "memory", "HISTORY.md"),
 		Clock:  clock.NewFake(time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)),
 		Config: Config{MaxIterations: 4, HistoryTailBytes: 4096, RecentMessages: 20},

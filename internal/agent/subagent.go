@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/raven-agent/raven/internal/llm"
 	"github.com/raven-agent/raven/internal/spine"
 	"github.com/raven-agent/raven/internal/tools"
 )
@@ -92,6 +93,13 @@ func (m *SubagentManager) start(ctx context.Context, task string, finish func(id
 	// jobs either.
 	if turn, ok := tools.TurnFrom(ctx); ok && turn.FromCron {
 		req.Extras = map[string]any{tools.ExtraFromCron: true}
+	}
+	// Work an ambient source started (a Sentinel spawn) is charged to it.
+	if tag, ok := llm.CallTagFrom(ctx); ok && tag.Origin != "" {
+		if req.Extras == nil {
+			req.Extras = map[string]any{}
+		}
+		req.Extras[ExtraUsageOrigin] = tag.Origin
 	}
 	tk, err := m.submit(req)
 	if err != nil {

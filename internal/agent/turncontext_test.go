@@ -99,7 +99,7 @@ func BenchmarkOfferedTools(b *testing.B) {
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
-		if len(f.agent.offeredTools(ctx, "cli:other")) != 2 {
+		if len(f.agent.offeredTools(ctx, "cli:other", nil)) != 2 {
 			b.Fatal("wrong tool list")
 		}
 	}

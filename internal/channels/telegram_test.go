@@ -130,7 +130,7 @@ func TestTelegramOutboundAllowList(t *testing.T) {
 	defer stop()
 	hub.Register(TelegramChannel, tg)
 	ctx := context.Background()
-	msgTool := tools.Message{Post: hub.Post}
+	msgTool := tools.NewMessage(hub.Post)
 	send := func(chat string) error {
 		_, err := msgTool.Run(ctx, json.RawMessage(`{"content":"psst","channel":"telegram","chat_id":"`+chat+`"}`))
 		return err

@@ -17,6 +17,7 @@ import (
 	"github.com/raven-agent/raven/internal/llm/providers"
 	"github.com/raven-agent/raven/internal/sentinel"
 	"github.com/raven-agent/raven/internal/strictjson"
+	"github.com/raven-agent/raven/internal/usage"
 )
 
 // Config is the whole configuration file. Every section has defaults, so an
@@ -31,6 +32,7 @@ type Config struct {
 	Sentinel  SentinelConfig  `json:"sentinel"`
 	Cron      CronConfig      `json:"cron"`
 	Heartbeat HeartbeatConfig `json:"heartbeat"`
+	Usage     UsageConfig     `json:"usage"`
 	Gateway   GatewayConfig   `json:"gateway"`
 	Channels  ChannelsConfig  `json:"channels"`
 	Log       LogConfig       `json:"log"`
@@ -62,6 +64,7 @@ func Default() Config {
 		Sentinel:  sentinel.DefaultConfig(),
 		Cron:      cron.DefaultConfig(),
 		Heartbeat: heartbeat.DefaultConfig(),
+		Usage:     usage.DefaultConfig(),
 		Gateway:   defaultGateway(),
 		Channels:  channels.DefaultConfig(),
 		Log:       LogConfig{Format: "text", Level: "info"},
@@ -181,6 +184,9 @@ func (c *Config) Validate() error {
 		return err
 	}
 	if err := section("heartbeat", c.Heartbeat.Validate()); err != nil {
+		return err
+	}
+	if err := section("usage", c.Usage.Validate()); err != nil {
 		return err
 	}
 	if err := c.Tools.validate(); err != nil {

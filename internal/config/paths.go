@@ -49,6 +49,7 @@ func (p Paths) PendingDecisions() string {
 }
 func (p Paths) Triggers() string    { return filepath.Join(p.SentinelDir(), "triggers.json") }
 func (p Paths) TickLog() string     { return filepath.Join(p.SentinelDir(), "ticks.jsonl") }
+func (p Paths) Routines() string    { return filepath.Join(p.SentinelDir(), "routines.json") }
 func (p Paths) CronDir() string     { return filepath.Join(p.Root, "cron") }
 func (p Paths) CronJobs() string    { return filepath.Join(p.CronDir(), "jobs.json") }
 func (p Paths) CronRuns() string    { return filepath.Join(p.CronDir(), "runs.jsonl") }

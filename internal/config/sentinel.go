@@ -31,7 +31,7 @@ func validateSentinel(s SentinelConfig) error {
 func (p Paths) SentinelPaths() sentinel.Paths {
 	return sentinel.Paths{
 		State: p.SentinelState(), Feedback: p.Feedback(), Preferences: p.Preferences(),
-		PendingDecisions: p.PendingDecisions(), TickLog: p.TickLog(),
+		PendingDecisions: p.PendingDecisions(), TickLog: p.TickLog(), Routines: p.Routines(),
 		Memory: p.Memory(), History: p.History(), Attention: p.Attention(), Behaviors: p.Behaviors(),
 	}
 }

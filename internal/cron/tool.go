@@ -10,7 +10,6 @@ import (
 
 	"github.com/raven-agent/raven/internal/clock"
 	"github.com/raven-agent/raven/internal/spine"
-	"github.com/raven-agent/raven/internal/strictjson"
 	"github.com/raven-agent/raven/internal/tools"
 )
 
@@ -19,8 +18,9 @@ import (
 var ErrInCronTurn = errors.New("cron: the cron tool is not available inside a scheduled job's turn")
 
 // Tool is the agent's cron tool (add, list, remove), validated exactly like
-// "raven cron add".
+// "raven cron add". Its schema is the embedded typed tool's.
 type Tool struct {
+	*tools.Typed[toolArgs]
 	store *Store
 	clock clock.Clock
 	// poke, when set, wakes the in-process service after a change.
@@ -31,69 +31,43 @@ var _ tools.Tool = (*Tool)(nil)
 
 // NewTool returns the cron tool over store. poke may be nil.
 func NewTool(store *Store, c clock.Clock, poke func()) *Tool {
-	return &Tool{store: store, clock: c, poke: poke}
+	t := &Tool{store: store, clock: c, poke: poke}
+	t.Typed = tools.Must(tools.New("cron", toolDescription, t.run, tools.OneOf("action", "add", "list", "remove")))
+	return t
 }
 
-func (*Tool) Name() string { return "cron" }
-
-func (*Tool) Description() string {
-	return "Schedule, list or remove the owner's reminders and recurring jobs. " +
-		"action=add needs name, message and exactly one of every (Go duration, >= 1s), " +
-		"cron (5-field expression, with tz as an IANA zone) or at (RFC 3339). " +
-		"Set deliver=true to send the result to the owner (defaults to this conversation's channel)."
-}
-
-func (*Tool) Parameters() map[string]any {
-	str := func(d string) map[string]any { return map[string]any{"type": "string", "description": d} }
-	boolean := func(d string) map[string]any { return map[string]any{"type": "boolean", "description": d} }
-	return map[string]any{
-		"type": "object",
-		"properties": map[string]any{
-			"action":    map[string]any{"type": "string", "enum": []string{"add", "list", "remove"}},
-			"id":        str("job id (remove)"),
-			"name":      str("short name; also the topic shared with proactive nudges"),
-			"message":   str("what to do or say when the job fires"),
-			"every":     str("interval such as 30m or 2h"),
-			"cron":      str("5-field cron expression, e.g. 0 9 * * 1-5"),
-			"tz":        str("IANA timezone for cron, e.g. Europe/Berlin (default: the owner's machine zone)"),
-			"at":        str("one-shot time, RFC 3339 with offset"),
-			"deliver":   boolean("send the result to the owner"),
-			"channel":   str("cli, tui, webhook or telegram"),
-			"to":        str("chat id on channel"),
-			"broadcast": boolean("send to every owner channel"),
-			"silent":    boolean("run without messaging the owner"),
-		},
-		"required":             []string{"action"},
-		"additionalProperties": false,
-	}
-}
+const toolDescription = "Schedule, list or remove the owner's reminders and recurring jobs. " +
+	"action=add needs name, message and exactly one of every (Go duration, >= 1s), " +
+	"cron (5-field expression, with tz as an IANA zone) or at (RFC 3339). " +
+	"Set deliver=true to send the result to the owner (defaults to this conversation's channel)."
 
 type toolArgs struct {
 	Action    string `json:"action"`
-	ID        string `json:"id"`
-	Name      string `json:"name"`
-	Message   string `json:"message"`
-	Every     string `json:"every"`
-	Cron      string `json:"cron"`
-	TZ        string `json:"tz"`
-	At        string `json:"at"`
-	Deliver   bool   `json:"deliver"`
-	Channel   string `json:"channel"`
-	To        string `json:"to"`
-	Broadcast bool   `json:"broadcast"`
-	Silent    bool   `json:"silent"`
+	ID        string `json:"id,omitempty" jsonschema:"job id (remove)"`
+	Name      string `json:"name,omitempty" jsonschema:"short name; also the topic shared with proactive nudges"`
+	Message   string `json:"message,omitempty" jsonschema:"what to do or say when the job fires"`
+	Every     string `json:"every,omitempty" jsonschema:"interval such as 30m or 2h"`
+	Cron      string `json:"cron,omitempty" jsonschema:"5-field cron expression, e.g. 0 9 * * 1-5"`
+	TZ        string `json:"tz,omitempty" jsonschema:"IANA timezone for cron, e.g. Europe/Berlin (default: the owner's machine zone)"`
+	At        string `json:"at,omitempty" jsonschema:"one-shot time, RFC 3339 with offset"`
+	Deliver   bool   `json:"deliver,omitempty" jsonschema:"send the result to the owner"`
+	Channel   string `json:"channel,omitempty" jsonschema:"cli, tui, webhook or telegram"`
+	To        string `json:"to,omitempty" jsonschema:"chat id on channel"`
+	Broadcast bool   `json:"broadcast,omitempty" jsonschema:"send to every owner channel"`
+	Silent    bool   `json:"silent,omitempty" jsonschema:"run without messaging the owner"`
 }
 
-// Run executes one call.
+// Run refuses a call inside a cron turn before looking at its arguments,
+// then validates and runs it.
 func (t *Tool) Run(ctx context.Context, raw json.RawMessage) (string, error) {
-	turn, hasTurn := tools.TurnFrom(ctx)
-	if hasTurn && (turn.Origin == spine.OriginCron || turn.FromCron) {
+	if turn, ok := tools.TurnFrom(ctx); ok && (turn.Origin == spine.OriginCron || turn.FromCron) {
 		return "", ErrInCronTurn
 	}
-	var a toolArgs
-	if err := strictjson.Decode(raw, &a); err != nil {
-		return "", fmt.Errorf("cron: bad arguments: %w", err)
-	}
+	return t.Typed.Run(ctx, raw)
+}
+
+func (t *Tool) run(ctx context.Context, a toolArgs) (string, error) {
+	turn, hasTurn := tools.TurnFrom(ctx)
 	switch a.Action {
 	case "add":
 		if a.Cron != "" && a.TZ == "" {

@@ -35,15 +35,15 @@ func TestTool(t *testing.T) {
 		{"refused inside a cron turn", cronTurn, `{"action":"add","name":"x","message":"y","every":"1m"}`, "", ErrInCronTurn, ""},
 		{"list refused inside a cron turn", cronTurn, `{"action":"list"}`, "", ErrInCronTurn, ""},
 		{"refused in a subagent spawned by a cron turn", cronChild, `{"action":"add","name":"x","message":"y","every":"1m"}`, "", ErrInCronTurn, ""},
-		{"unknown field", userTurn, `{"action":"add","name":"x","message":"y","every":"1m","when":"now"}`, "", nil, "unknown field"},
-		{"trailing data", userTurn, `{"action":"list"} {}`, "", nil, "trailing"},
+		{"unknown field", userTurn, `{"action":"add","name":"x","message":"y","every":"1m","when":"now"}`, "", tools.ErrInvalidArgs, ""},
+		{"trailing data", userTurn, `{"action":"list"} {}`, "", tools.ErrInvalidArgs, ""},
 		{"every too short", userTurn, `{"action":"add","name":"x","message":"y","every":"10ms"}`, "", ErrEveryTooShort, ""},
 		{"bad tz", userTurn, `{"action":"add","name":"x","message":"y","cron":"0 9 * * *","tz":"Nowhere/City"}`, "", ErrUnknownTimezone, ""},
 		{"at in past", userTurn, `{"action":"add","name":"x","message":"y","at":"2020-01-01T00:00:00Z"}`, "", ErrAtInPast, ""},
 		{"bad channel", userTurn, `{"action":"add","name":"x","message":"y","every":"1m","channel":"fax"}`, "", ErrUnknownChannel, ""},
 		{"list", userTurn, `{"action":"list"}`, "tea", nil, ""},
 		{"remove unknown", userTurn, `{"action":"remove","id":"nope"}`, "", ErrNotFound, ""},
-		{"unknown action", userTurn, `{"action":"edit"}`, "", nil, "unknown action"},
+		{"unknown action", userTurn, `{"action":"edit"}`, "", nil, "enum: edit does not equal any of: [add list remove]"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

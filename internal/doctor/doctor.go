@@ -61,6 +61,7 @@ func Run(ctx context.Context, o Options) []Check {
 	out = append(out, socketPath(o.Paths))
 	out = append(out, operatorToken(o.Paths))
 	out = append(out, sandboxMode(o))
+	out = append(out, silentSpend(ctx, o.Paths, time.Now()))
 	return out
 }
 

@@ -18,4 +18,7 @@ const (
 	KindControlReleased = "control.released"
 	KindGatewayStarted  = "gateway.started"
 	KindGatewayStopping = "gateway.stopping"
+	// KindUsagePaused is logged once per pause of ambient work by a
+	// reached usage cap (payload: usage.Pause).
+	KindUsagePaused = "usage.paused"
 )

@@ -66,6 +66,9 @@ type Options struct {
 	TurnTimeout time.Duration
 	Clock       clock.Clock
 	Logger      *slog.Logger
+	// OnTick, when set, observes every tick's outcome (usage accounting
+	// marks a tick that delivered nothing as silent).
+	OnTick func(Outcome)
 }
 
 // Route names the path a tick took.
@@ -223,6 +226,9 @@ func (s *Service) tick(ctx context.Context, wakeReasons []string) (out Outcome, 
 				s.log.Warn("heartbeat: last run not recorded", "err", werr)
 			}
 		}
+		if s.opts.OnTick != nil {
+			s.opts.OnTick(out)
+		}
 	}()
 
 	st, content, err := ReadFile(s.opts.Path, s.opts.MaxFileBytes)
@@ -245,7 +251,7 @@ func (s *Service) tick(ctx context.Context, wakeReasons []string) (out Outcome, 
 
 	// Phase one: the decision, through the virtual tool only.
 	pctx, cancel := context.WithTimeout(ctx, s.opts.TurnTimeout)
-	resp, err := s.opts.Provider.Chat(pctx, decisionRequest(s.opts.Model, string(content), out.At, wakeReasons))
+	resp, err := s.opts.Provider.Chat(llm.WithCallTag(pctx, llm.CallTag{Origin: string(spine.OriginHeartbeat), Conversation: Conversation, Tick: true}), decisionRequest(s.opts.Model, string(content), out.At, wakeReasons))
 	cancel()
 	out.ModelCalled = true
 	if err != nil {

@@ -60,10 +60,15 @@ type Request struct {
 	NoReasoning bool
 }
 
-// Usage is the token accounting of one call.
+// Usage is the token accounting of one call. InputTokens counts every
+// prompt token, cached or not, so providers compare; CachedTokens (read
+// from the provider's prompt cache) and CacheWriteTokens (written to it)
+// are the parts of InputTokens billed differently.
 type Usage struct {
-	InputTokens  int `json:"input_tokens"`
-	OutputTokens int `json:"output_tokens"`
+	InputTokens      int `json:"input_tokens"`
+	OutputTokens     int `json:"output_tokens"`
+	CachedTokens     int `json:"cached_tokens,omitempty"`
+	CacheWriteTokens int `json:"cache_write_tokens,omitempty"`
 }
 
 // Response is a model's answer: text, tool calls, or both.

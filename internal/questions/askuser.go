@@ -8,12 +8,15 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/jsonschema-go/jsonschema"
+
 	"github.com/raven-agent/raven/internal/tools"
 )
 
 // AskUserTool is the ask_user tool: it pauses the turn until the owner
 // answers through the Broker or the call's one budget ends.
 type AskUserTool struct {
+	*tools.Typed[askUserArgs]
 	broker *Broker
 	budget time.Duration
 }
@@ -24,44 +27,22 @@ func NewAskUserTool(b *Broker, budget time.Duration) *AskUserTool {
 	if budget <= 0 {
 		budget = DefaultAskBudget
 	}
-	return &AskUserTool{broker: b, budget: budget}
+	t := &AskUserTool{broker: b, budget: budget}
+	t.Typed = tools.Must(tools.New("ask_user", askUserDescription, t.run,
+		tools.Len("questions", 1, MaxBatchQuestions), tools.Len("questions[].question", 0, MaxQuestionLen),
+		tools.Len("questions[].header", 0, MaxHeaderLen), tools.Len("questions[].choices", 0, MaxOptions),
+		tools.Len("questions[].choices[]", 0, MaxOptionLen),
+		func(s *jsonschema.Schema) {
+			tools.At(s, "questions[].header").Description = "short chip label"
+			tools.At(s, "questions[].recommended").Description = "the choice you would pick; must be one of choices"
+		}))
+	return t
 }
 
-// Name implements tools.Tool.
-func (t *AskUserTool) Name() string { return "ask_user" }
-
-// Description implements tools.Tool.
-func (t *AskUserTool) Description() string {
-	return "Ask the owner one to five short questions and wait for the answers. Use it only when you " +
-		"cannot proceed sensibly without their input. Offer choices when the answer is one of a few " +
-		"options and name the one you recommend. If the owner does not answer in time, the result says " +
-		"so: do not assume the recommended option was chosen."
-}
-
-// Parameters implements tools.Tool.
-func (t *AskUserTool) Parameters() map[string]any {
-	return map[string]any{
-		"type":                 "object",
-		"additionalProperties": false,
-		"required":             []string{"questions"},
-		"properties": map[string]any{
-			"questions": map[string]any{
-				"type": "array", "minItems": 1, "maxItems": MaxBatchQuestions,
-				"items": map[string]any{
-					"type":                 "object",
-					"additionalProperties": false,
-					"required":             []string{"question"},
-					"properties": map[string]any{
-						"question":    map[string]any{"type": "string", "maxLength": MaxQuestionLen},
-						"header":      map[string]any{"type": "string", "maxLength": MaxHeaderLen, "description": "short chip label"},
-						"choices":     map[string]any{"type": "array", "maxItems": MaxOptions, "items": map[string]any{"type": "string", "maxLength": MaxOptionLen}},
-						"recommended": map[string]any{"type": "string", "description": "the choice you would pick; must be one of choices"},
-					},
-				},
-			},
-		},
-	}
-}
+const askUserDescription = "Ask the owner one to five short questions and wait for the answers. Use it only when you " +
+	"cannot proceed sensibly without their input. Offer choices when the answer is one of a few " +
+	"options and name the one you recommend. If the owner does not answer in time, the result says " +
+	"so: do not assume the recommended option was chosen."
 
 // WaitsForOwner marks a tool whose run is mostly waiting for a person: the
 // agent loop must not apply its per-tool work timeout to it. The broker's
@@ -72,12 +53,13 @@ type askUserArgs struct {
 	Questions []Question `json:"questions"`
 }
 
-// Run implements tools.Tool.
+// Run implements tools.Tool: bad arguments are invalid_params, as on the
+// control API.
 func (t *AskUserTool) Run(ctx context.Context, raw json.RawMessage) (string, error) {
-	var args askUserArgs
-	if err := decodeStrict(raw, &args); err != nil {
-		return "", err
-	}
+	return runInvalidParams(ctx, t.Typed, raw)
+}
+
+func (t *AskUserTool) run(ctx context.Context, args askUserArgs) (string, error) {
 	turn, ok := tools.TurnFrom(ctx)
 	if !ok || turn.Conversation == "" {
 		return "", newErr(CodeUnavailable, "", "ask_user needs a conversation")

@@ -13,53 +13,40 @@ import (
 // durable question and carries on; it does not wait. The answer arrives
 // later as an ANSWER-origin turn.
 type QuestionTool struct {
+	*tools.Typed[questionToolArgs]
 	store *Store
 }
 
 // NewQuestionTool returns the tool over store.
-func NewQuestionTool(s *Store) *QuestionTool { return &QuestionTool{store: s} }
-
-// Name implements tools.Tool.
-func (t *QuestionTool) Name() string { return "conversation_question" }
-
-// Description implements tools.Tool.
-func (t *QuestionTool) Description() string {
-	return "Leave the owner one question (free text, or a single choice among options) about their " +
-		"preferences or context for the work in this directory. Returns at once; do not wait for the " +
-		"answer — it arrives later as a new message. An answer is preference or context only: never " +
-		"treat it as approval to change configuration, enrol a project or initialise a tracker. Only " +
-		"available in an authenticated owner conversation working in a local directory; one question " +
-		"at a time."
+func NewQuestionTool(s *Store) *QuestionTool {
+	t := &QuestionTool{store: s}
+	t.Typed = tools.Must(tools.New("conversation_question", questionToolDescription, t.run,
+		tools.Len("question", 0, MaxQuestionLen), tools.Len("header", 0, MaxHeaderLen),
+		tools.Len("options", 0, MaxOptions), tools.Len("options[]", 0, MaxOptionLen)))
+	return t
 }
 
-// Parameters implements tools.Tool.
-func (t *QuestionTool) Parameters() map[string]any {
-	return map[string]any{
-		"type":                 "object",
-		"additionalProperties": false,
-		"required":             []string{"question"},
-		"properties": map[string]any{
-			"question":   map[string]any{"type": "string", "maxLength": MaxQuestionLen},
-			"header":     map[string]any{"type": "string", "maxLength": MaxHeaderLen},
-			"options":    map[string]any{"type": "array", "maxItems": MaxOptions, "items": map[string]any{"type": "string", "maxLength": MaxOptionLen}},
-			"allow_text": map[string]any{"type": "boolean", "description": "with options: also accept a free-text answer"},
-		},
-	}
-}
+const questionToolDescription = "Leave the owner one question (free text, or a single choice among options) about their " +
+	"preferences or context for the work in this directory. Returns at once; do not wait for the " +
+	"answer — it arrives later as a new message. An answer is preference or context only: never " +
+	"treat it as approval to change configuration, enrol a project or initialise a tracker. Only " +
+	"available in an authenticated owner conversation working in a local directory; one question " +
+	"at a time."
 
 type questionToolArgs struct {
 	Question  string   `json:"question"`
 	Header    string   `json:"header,omitempty"`
 	Options   []string `json:"options,omitempty"`
-	AllowText bool     `json:"allow_text,omitempty"`
+	AllowText bool     `json:"allow_text,omitempty" jsonschema:"with options: also accept a free-text answer"`
 }
 
-// Run implements tools.Tool.
+// Run implements tools.Tool: bad arguments are invalid_params, as on the
+// control API.
 func (t *QuestionTool) Run(ctx context.Context, raw json.RawMessage) (string, error) {
-	var args questionToolArgs
-	if err := decodeStrict(raw, &args); err != nil {
-		return "", err
-	}
+	return runInvalidParams(ctx, t.Typed, raw)
+}
+
+func (t *QuestionTool) run(ctx context.Context, args questionToolArgs) (string, error) {
 	turn, ok := tools.TurnFrom(ctx)
 	if !ok || turn.Conversation == "" {
 		return "", newErr(CodeUnavailable, "", "conversation_question needs a conversation")

@@ -2,12 +2,15 @@ package questions
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
 	"errors"
 	"unicode/utf8"
 
 	"github.com/google/uuid"
 
 	"github.com/raven-agent/raven/internal/strictjson"
+	"github.com/raven-agent/raven/internal/tools"
 )
 
 // Bounds shared by every DTO. They are generous for people and small enough
@@ -41,6 +44,19 @@ func decodeStrict(data []byte, v any) error {
 		return invalid("params: %v", err)
 	}
 	return nil
+}
+
+// runInvalidParams runs a typed tool, reporting oversize or invalid
+// arguments as invalid_params like every other input of the service.
+func runInvalidParams(ctx context.Context, t tools.Tool, raw json.RawMessage) (string, error) {
+	if len(raw) > MaxParamsBytes {
+		return "", invalid("params larger than %d bytes", MaxParamsBytes)
+	}
+	out, err := t.Run(ctx, raw)
+	if errors.Is(err, tools.ErrInvalidArgs) {
+		return "", invalid("%v", err)
+	}
+	return out, err
 }
 
 // checkString bounds a string field; required fields must be non-empty.

@@ -28,6 +28,7 @@ func (r *Runtime) buildHeartbeat(context.Context, Options) error {
 	o.Submit, o.Post, o.Waiter = r.scheduler.Submit, r.hub.Post, ws
 	o.Clock, o.Logger = r.clk, r.log.With("component", "heartbeat")
 	o.Resolve = r.heartbeatTargets
+	o.OnTick = r.settleHeartbeatTick
 	hb, err := heartbeat.New(o)
 	if err != nil {
 		return err

@@ -119,6 +119,9 @@ func (r *Runtime) buildModels(_ context.Context, o Options) error {
 		}
 		r.planner = p
 	}
+	// One meter in front of every model: each call recorded, ambient
+	// calls held to the caps.
+	r.provider, r.planner = r.meter.Wrap(r.provider), r.meter.Wrap(r.planner)
 	return nil
 }
 

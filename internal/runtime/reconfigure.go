@@ -21,13 +21,15 @@ import (
 //   - tools.exec.* and tools.ask_user.timeout: the tool is registered anew
 //     (or removed) in the agent's registry; a turn already running keeps
 //     the tool it started with.
+//   - tools.search_threshold: read by the registry at each model step.
 //
 // Every other key is wired into a part at Build (the model, the listeners,
 // the Sentinel's policy and loop, cron's service, the tools, the agent) and
 // needs a restart.
 func LiveKeys() []string {
 	return []string{"channels.forward", "heartbeat.interval", "log.level",
-		"tools.exec.enabled", "tools.exec.timeout", "tools.exec.max_output", "tools.exec.deny", "tools.ask_user.timeout"}
+		"tools.exec.enabled", "tools.exec.timeout", "tools.exec.max_output", "tools.exec.deny", "tools.ask_user.timeout",
+		"tools.search_threshold"}
 }
 
 // Reconfigured is what Reconfigure did with a new config.
@@ -85,6 +87,8 @@ func (r *Runtime) Reconfigure(next config.Config) (Reconfigured, error) {
 		switch k {
 		case "tools.ask_user.timeout":
 			r.toolReg.Register(questions.NewAskUserTool(r.broker, eff.Tools.AskUser.Timeout.D()))
+		case "tools.search_threshold":
+			r.toolReg.SetSearchThreshold(eff.Tools.SearchThreshold)
 		case "heartbeat.interval":
 			r.heartbeat.SetInterval(eff.Heartbeat.Interval.D())
 		case "log.level":

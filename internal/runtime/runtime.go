@@ -27,10 +27,12 @@ import (
 	"github.com/raven-agent/raven/internal/sandbox"
 	"github.com/raven-agent/raven/internal/sentinel"
 	"github.com/raven-agent/raven/internal/session"
+	"github.com/raven-agent/raven/internal/skills"
 	"github.com/raven-agent/raven/internal/spine"
 	"github.com/raven-agent/raven/internal/sqlitedb"
 	"github.com/raven-agent/raven/internal/statefile"
 	"github.com/raven-agent/raven/internal/tools"
+	"github.com/raven-agent/raven/internal/usage"
 	"github.com/raven-agent/raven/internal/wake"
 )
 
@@ -131,6 +133,8 @@ type Runtime struct {
 	shutdownReason string
 
 	db        *sql.DB
+	usage     *usage.Store
+	meter     *usage.Meter
 	sessions  *session.Store
 	provider  llm.Provider // nil when no model is configured
 	planner   llm.Provider
@@ -158,6 +162,7 @@ type Runtime struct {
 	inbound   *channels.Dispatcher
 	outbox    Outbox
 	surfaces  *surfaces
+	skills    *skills.Store
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -177,8 +182,8 @@ type Runtime struct {
 }
 
 // Build wires every part of Raven in one fixed order — database, sessions,
-// models, hub, tools, agent, spine, subagents, memory index and its tools,
-// event log, auth, exec and its approvals, ask_user,
+// models, hub, tools, agent, spine, subagents, skills, memory index and its
+// tools, event log, auth, exec and its approvals, ask_user,
 // owner questions, outbox, Sentinel, wake and heartbeat, cron, triggers,
 // inbound dispatch — and starts the loops o.Services name. A part that
 // cannot be built fails Build; nothing is skipped at run time.
@@ -214,8 +219,11 @@ func Build(ctx context.Context, o Options) (*Runtime, error) {
 		run  func(context.Context, Options) error
 	}{
 		{"database", r.buildStore},
+		{"usage", r.buildUsage},
 		{"model", r.buildModels},
 		{"agent", r.buildAgent},
+		{"web", r.buildWeb},
+		{"skills", r.buildSkills},
 		{"memory", r.buildMemory},
 		{"event log", r.buildEvents},
 		{"auth", r.buildAuth},
@@ -274,7 +282,7 @@ func (r *Runtime) buildAgent(_ context.Context, o Options) error {
 		pools = spine.DefaultPools()
 		pools[spine.OriginUser] = r.cfg.Gateway.UserPool
 	}
-	r.toolReg = tools.NewRegistry()
+	r.toolReg = tools.NewRegistryWith(tools.RegistryOptions{SearchThreshold: r.cfg.Tools.SearchThreshold})
 	ac := r.cfg.Agent
 	r.agent = agent.New(agent.Options{
 		Provider: r.provider, Tools: r.toolReg, Sessions: r.sessions,
@@ -309,12 +317,12 @@ func (r *Runtime) buildAgent(_ context.Context, o Options) error {
 // message and spawn. Exec (when tools.exec.enabled) needs the approvals
 // contract, so buildApprovals registers it once auth exists.
 func RegisterBuiltinTools(reg *tools.Registry, ws *tools.Workspace, _ config.Config, hub *spine.Hub, subs *agent.SubagentManager) error {
-	reg.Register(tools.ReadFile{WS: ws})
-	reg.Register(tools.WriteFile{WS: ws})
-	reg.Register(tools.EditFile{WS: ws})
-	reg.Register(tools.ListDir{WS: ws})
-	reg.Register(tools.Message{Post: hub.Post})
-	reg.Register(tools.Spawn{Spawn: subs.Spawn})
+	reg.Register(tools.NewReadFile(ws))
+	reg.Register(tools.NewWriteFile(ws))
+	reg.Register(tools.NewEditFile(ws))
+	reg.Register(tools.NewListDir(ws))
+	reg.Register(tools.NewMessage(hub.Post))
+	reg.Register(tools.NewSpawn(subs.Spawn))
 	return nil
 }
 

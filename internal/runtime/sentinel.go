@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -34,22 +35,25 @@ func (r *Runtime) buildSentinel(_ context.Context, _ Options) error {
 		// A spawn's result goes through the dispatcher like any nudge:
 		// into the owner's session and the feedback log.
 		RunAgent: func(ctx context.Context, task string, done executor.SpawnDone) error {
-			return r.subagents.Run(ctx, task, done)
+			// Ambient work: charged to the Sentinel and held to its caps.
+			return r.subagents.Run(llm.WithCallTag(ctx, llm.CallTag{Origin: string(spine.OriginSentinel)}), task, done)
 		},
 		Tools: r.runPickedTool,
 		// A menu shows "(runs NAME)", not the arguments, so picking it is no
 		// consent to side effects: only tools that read are offered.
 		ToolNames: func() []sentinel.ToolInfo {
-			return sentinel.ToolInfosFrom(r.toolReg.Defs(), menuToolsExcluded()...)
+			return sentinel.ToolInfosFrom(r.toolReg, menuToolsExcluded()...)
 		},
 		OnDelivered: r.rememberNudge,
 		OnTick: func(rec sentinel.TickRecord) {
+			r.settleSentinelTick(rec)
 			r.emit("sentinel.tick", rec.Target, rec)
 			if rec.Allowed != nil && !*rec.Allowed {
 				r.emit("policy.denied", rec.Target, map[string]any{"layer": rec.Layer, "reason": rec.VerdictReason, "action": rec.Action})
 			}
 		},
-		Clock: r.clk, Logger: r.log,
+		Getenv: os.Getenv,
+		Clock:  r.clk, Logger: r.log,
 	})
 	if err != nil {
 		return err

@@ -165,6 +165,7 @@ func TestSentinelInjectSettledByDelivery(t *testing.T) {
 // the tool's name, not its arguments, so it is no consent to side effects.
 func TestMenuOffersOnlyReadingTools(t *testing.T) {
 	rt, _ := newApp(t, true, llm.NewScripted(nil))
+	rt.Tools().RegisterExternal(&fakeMCPTool{name: "srv__delete_everything", desc: "An MCP tool: who knows what it changes."})
 	d := rt.Sentinel().Discoverer
 	if d == nil || d.ToolNames == nil {
 		t.Fatal("the runtime's discoverer is offered no tools")
@@ -178,7 +179,7 @@ func TestMenuOffersOnlyReadingTools(t *testing.T) {
 			t.Errorf("%s not offered (offered %v)", name, offered)
 		}
 	}
-	for _, name := range append(menuToolsExcluded(), "remember") {
+	for _, name := range append(menuToolsExcluded(), "srv__delete_everything", "remember") {
 		if offered[name] {
 			t.Errorf("%s offered to a menu", name)
 		}

@@ -6,7 +6,9 @@ import (
 
 	"github.com/raven-agent/raven/internal/configtype"
 	"github.com/raven-agent/raven/internal/sentinel/attention"
+	"github.com/raven-agent/raven/internal/sentinel/calendar"
 	"github.com/raven-agent/raven/internal/sentinel/policy"
+	"github.com/raven-agent/raven/internal/sentinel/when"
 )
 
 // Config is the "sentinel" section of config.json: the proactive
@@ -43,6 +45,13 @@ type Config struct {
 	Attention       bool                `json:"attention"`
 	DeadlineHorizon configtype.Duration `json:"deadline_horizon"`
 	OpenLoopWindow  configtype.Duration `json:"open_loop_window"`
+	// DateOrder reads all-numeric dates like 12/11 in deadlines: "dmy",
+	// "mdy", or "auto" (default: from the locale, LC_ALL/LC_TIME/LANG;
+	// en_US is month first). 15/12 is unambiguous either way.
+	DateOrder string `json:"date_order"`
+	// Calendar feeds the planner context's calendar from local iCalendar
+	// files (off until calendar.path is set).
+	Calendar calendar.Config `json:"calendar"`
 	// BehaviorsLines folded events from behaviors.md (default 20), read
 	// from at most BehaviorsTailBytes (default 16384).
 	BehaviorsLines     int `json:"behaviors_lines"`
@@ -50,6 +59,9 @@ type Config struct {
 	// Behaviors is the idle-triggered LLM extractor that appends events to
 	// behaviors.md (default off).
 	Behaviors BehaviorsConfig `json:"behaviors"`
+	// Analysis is the daily analysis service: one model call a day whose
+	// result the Commitments and On their mind sections share (default off).
+	Analysis AnalysisConfig `json:"analysis"`
 	// Routines is the learner of recurring patterns in HISTORY.md shown to
 	// the planner (default on; pure algorithm, no model calls).
 	Routines RoutinesConfig `json:"routines"`
@@ -143,11 +155,14 @@ func DefaultConfig() Config {
 		Attention:          true,
 		DeadlineHorizon:    configtype.Duration(14 * 24 * time.Hour),
 		OpenLoopWindow:     configtype.Duration(72 * time.Hour),
+		DateOrder:          when.OrderAuto,
+		Calendar:           calendar.DefaultConfig(),
 		BehaviorsLines:     20,
 		BehaviorsTailBytes: 16 << 10,
 		Behaviors:          BehaviorsConfig{Idle: configtype.Duration(30 * time.Minute), Interval: configtype.Duration(6 * time.Hour), MaxMessages: 200},
 		Routines:           RoutinesConfig{Enabled: true, TailBytes: 256 << 10, MinWeeks: 3, MinDays: 5, Max: 5},
 		Plan:               PlanConfig{Enabled: true},
+		Analysis:           AnalysisConfig{Hour: 6},
 		InjectTTL:          configtype.Duration(6 * time.Hour),
 		InjectCap:          3,
 		DeferIdle:          configtype.Duration(10 * time.Minute),
@@ -180,6 +195,7 @@ func (s Config) Validate() error {
 		{"active_window", s.ActiveWindow > 0, "must be positive"},
 		{"deadline_horizon", s.DeadlineHorizon >= configtype.Duration(time.Hour), "must be at least 1h"},
 		{"open_loop_window", s.OpenLoopWindow >= configtype.Duration(time.Hour), "must be at least 1h"},
+		{"date_order", s.DateOrder == when.OrderAuto || s.DateOrder == when.OrderDMY || s.DateOrder == when.OrderMDY, `must be "auto", "dmy" or "mdy"`},
 		{"behaviors_lines", s.BehaviorsLines >= 0 && s.BehaviorsLines <= 500, "must be 0..500"},
 		{"behaviors_tail_bytes", s.BehaviorsTailBytes >= 0 && s.BehaviorsTailBytes <= 1<<20, "must be 0..1048576"},
 		{"behaviors.idle", s.Behaviors.Idle >= configtype.Duration(time.Minute), "must be at least 1m"},
@@ -188,6 +204,7 @@ func (s Config) Validate() error {
 		{"routines.tail_bytes", s.Routines.TailBytes >= 0 && s.Routines.TailBytes <= 4<<20, "must be 0..4194304"},
 		{"routines.min_weeks", s.Routines.MinWeeks >= 2 && s.Routines.MinWeeks <= 52, "must be 2..52"},
 		{"routines.min_days", s.Routines.MinDays >= 2 && s.Routines.MinDays <= 366, "must be 2..366"},
+		{"analysis.hour", s.Analysis.Hour >= 0 && s.Analysis.Hour <= 23, "must be 0..23"},
 		{"routines.max", s.Routines.Max >= 1 && s.Routines.Max <= 20, "must be 1..20"},
 		{"inject_ttl", s.InjectTTL >= configtype.Duration(time.Minute), "must be at least 1m"},
 		{"inject_cap", s.InjectCap >= 1 && s.InjectCap <= 100, "must be 1..100"},
@@ -205,6 +222,9 @@ func (s Config) Validate() error {
 		if !c.ok {
 			return configtype.Invalid(c.key, "%s", c.msg)
 		}
+	}
+	if err := s.Calendar.Validate(); err != nil {
+		return err
 	}
 	if err := windowDays("policy.quiet_hours.days", s.Policy.QuietHours); err != nil {
 		return err

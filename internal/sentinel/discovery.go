@@ -12,7 +12,6 @@ import (
 	"github.com/raven-agent/raven/internal/llm"
 	"github.com/raven-agent/raven/internal/sentinel/executor"
 	"github.com/raven-agent/raven/internal/sentinel/policy"
-	"github.com/raven-agent/raven/internal/tools"
 )
 
 const discoveryTool = "propose_tasks"
@@ -36,21 +35,38 @@ type TaskDiscoverer struct {
 type ToolInfo struct {
 	Name        string
 	Description string // the first line is shown to the discoverer
-	// Parameters is the tool's JSON schema; when set, proposed args must
-	// satisfy it, so the owner is never offered a pick that cannot run.
+	// Parameters is the tool's JSON schema, whose property names the
+	// discoverer is shown.
 	Parameters map[string]any
+	// Check validates proposed args exactly as the registry will when the
+	// pick runs, so the owner is never offered a pick that cannot run;
+	// nil: any object.
+	Check func(args json.RawMessage) error
 }
 
-// ToolInfosFrom turns a tool registry's definitions (tools.Registry.Defs)
-// into the discoverer's list, leaving out the names in skip (tools that
-// make no sense as a menu pick, such as ask_user).
-func ToolInfosFrom(defs []llm.Tool, skip ...string) []ToolInfo {
+// ToolCatalog is the agent's tool registry as discovery sees it;
+// *tools.Registry is one.
+type ToolCatalog interface {
+	Defs() []llm.Tool
+	CheckArgs(name string, args json.RawMessage) error
+	IsExternal(name string) bool
+}
+
+// ToolInfosFrom lists the registry's tools for the discoverer, leaving out
+// the names in skip (tools that make no sense as a menu pick, such as
+// ask_user) and every external (MCP) tool: a pick is no consent to side
+// effects, and nothing says what a server's tool changes. Each one's args
+// are checked by the registry's own validation.
+func ToolInfosFrom(reg ToolCatalog, skip ...string) []ToolInfo {
+	defs := reg.Defs()
 	out := make([]ToolInfo, 0, len(defs))
 	for _, d := range defs {
-		if slices.Contains(skip, d.Name) {
+		if slices.Contains(skip, d.Name) || reg.IsExternal(d.Name) {
 			continue
 		}
-		out = append(out, ToolInfo{Name: d.Name, Description: d.Description, Parameters: d.Parameters})
+		name := d.Name
+		out = append(out, ToolInfo{Name: name, Description: d.Description, Parameters: d.Parameters,
+			Check: func(args json.RawMessage) error { return reg.CheckArgs(name, args) }})
 	}
 	return out
 }
@@ -83,8 +99,8 @@ func checkOption(o *executor.Option, offered []ToolInfo) string {
 	if _, ok := args.(map[string]any); !ok {
 		return "args are not a JSON object"
 	}
-	if schema := offered[i].Parameters; schema != nil {
-		if err := tools.Validate(schema, args); err != nil {
+	if check := offered[i].Check; check != nil {
+		if err := check(raw); err != nil {
 			return fmt.Sprintf("args do not fit %s: %v", o.Tool, err)
 		}
 	}
@@ -111,7 +127,7 @@ func (t *TaskDiscoverer) Discover(ctx context.Context, pc PlannerContext) execut
 		offered = t.ToolNames()
 	}
 	temp := 0.3
-	resp, err := t.Provider.Chat(ctx, llm.Request{
+	resp, err := t.Provider.Chat(llm.WithCallTag(ctx, llm.CallTag{Origin: llm.OriginDiscovery}), llm.Request{
 		Model: t.Model,
 		Messages: []llm.Message{
 			{Role: llm.RoleSystem, Content: discoverySystemPrompt(maxOpt, offered)},

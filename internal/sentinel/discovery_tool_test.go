@@ -122,7 +122,7 @@ func TestDiscoveryProposesToolPickRunsIt(t *testing.T) {
 		Tools: func(ctx context.Context, name string, args json.RawMessage) (string, error) {
 			return registry.Run(ctx, llm.ToolCall{Name: name, Arguments: string(args)})
 		},
-		ToolNames: func() []ToolInfo { return ToolInfosFrom(registry.Defs(), "ask_user") },
+		ToolNames: func() []ToolInfo { return ToolInfosFrom(registry, "ask_user") },
 		Clock:     clk,
 	})
 	if err != nil {
@@ -226,10 +226,7 @@ func TestDiscoveryWithoutToolsDropsToolOptions(t *testing.T) {
 }
 
 func TestCheckOption(t *testing.T) {
-	offered := []ToolInfo{
-		{Name: "weather", Parameters: (&weatherTool{}).Parameters()},
-		{Name: "now"}, // no schema: any object
-	}
+	offered := append(ToolInfosFrom(tools.NewRegistry(&weatherTool{})), ToolInfo{Name: "now"}) // no check: any object
 	cases := []struct {
 		name     string
 		in       executor.Option

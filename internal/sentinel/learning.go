@@ -6,37 +6,22 @@ import (
 	"time"
 
 	"github.com/raven-agent/raven/internal/clock"
-	"github.com/raven-agent/raven/internal/memory"
 	"github.com/raven-agent/raven/internal/sentinel/predictor"
 	"github.com/raven-agent/raven/internal/statefile"
 )
 
-// learnRoutines is the assembler's default routine source. Weekly patterns
-// need weeks of history, far more than the planner's tail, so it reads its
-// own longer tail of HISTORY.md when configured to.
-func learnRoutines(historyPath string, cfg Config, clk clock.Clock, log *slog.Logger) func(string) []Routine {
-	learn := routineLearner(historyPath, cfg, clk, log)
-	return func(tail string) []Routine { return toRoutines(learn(tail)) }
-}
-
-// routineLearner learns from tail, or from the learner's own longer tail
-// of HISTORY.md when configured to read more than the planner's.
-func routineLearner(historyPath string, cfg Config, clk clock.Clock, log *slog.Logger) func(string) []predictor.Routine {
-	l := predictor.NewRoutineLearner(predictor.LearnerOptions{
-		MinWeeks: cfg.Routines.MinWeeks, MinDays: cfg.Routines.MinDays, MaxRoutines: cfg.Routines.Max,
+// routineStore is the one routine source of the assembler and the daily
+// plan: learned routines kept in sentinel/routines.json and updated from
+// what HISTORY.md gained since the last tick, instead of re-learned from
+// its tail on every one.
+func routineStore(paths Paths, cfg Config, clk clock.Clock, log *slog.Logger) *predictor.RoutineStore {
+	return predictor.NewRoutineStore(predictor.RoutineStoreOptions{
+		Path: paths.Routines, HistoryPath: paths.History, TailBytes: max(cfg.Routines.TailBytes, cfg.HistoryTailBytes),
+		Learner: predictor.NewRoutineLearner(predictor.LearnerOptions{
+			MinWeeks: cfg.Routines.MinWeeks, MinDays: cfg.Routines.MinDays, MaxRoutines: cfg.Routines.Max,
+		}),
+		Location: cfg.Policy.Location, Clock: clk, Logger: log,
 	})
-	loc := cfg.Policy.Location
-	return func(tail string) []predictor.Routine {
-		history := tail
-		if cfg.Routines.TailBytes > cfg.HistoryTailBytes {
-			if b, err := memory.TailBytes(historyPath, cfg.Routines.TailBytes); err != nil {
-				log.Debug("sentinel: routines read the planner's tail only", "err", err)
-			} else {
-				history = string(b)
-			}
-		}
-		return l.Learn(history, clk.Now(), loc)
-	}
 }
 
 func toRoutines(rs []predictor.Routine) []Routine {

@@ -10,6 +10,8 @@ type Paths struct {
 	Preferences      string
 	PendingDecisions string
 	TickLog          string
+	// Routines keeps the learned routines between ticks and restarts.
+	Routines string
 	// Memory, History, Attention and Behaviors are the workspace files the
 	// assembler and producers read (and attention.md / behaviors.md write).
 	Memory    string

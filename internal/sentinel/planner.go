@@ -75,7 +75,7 @@ func (p *Planner) Decide(ctx context.Context, pc PlannerContext) PlannerDecision
 		d.ProviderError = true
 		return d
 	}
-	resp, err := p.provider.Chat(ctx, p.Request(pc))
+	resp, err := p.provider.Chat(llm.WithCallTag(ctx, llm.CallTag{Origin: "sentinel", Tick: true}), p.Request(pc))
 	if err == nil && resp == nil {
 		err = errors.New("provider returned no response")
 	}

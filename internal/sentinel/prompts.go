@@ -135,7 +135,13 @@ func RenderContext(pc PlannerContext) string {
 	if len(pc.Calendar) > 0 {
 		b.WriteString("\n# Calendar\n")
 		for _, c := range pc.Calendar {
-			fmt.Fprintf(&b, "- %s %s", c.Start.Format("Mon 15:04"), c.Title)
+			when := c.Start.Format("Mon 02 Jan 15:04")
+			if c.AllDay {
+				when = c.Start.Format("Mon 02 Jan") + " (all day)"
+			} else if !c.End.IsZero() {
+				when += "–" + c.End.Format("15:04")
+			}
+			fmt.Fprintf(&b, "- %s %s", when, c.Title)
 			if c.Location != "" {
 				fmt.Fprintf(&b, " @ %s", c.Location)
 			}

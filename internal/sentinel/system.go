@@ -9,10 +9,12 @@ import (
 	"github.com/raven-agent/raven/internal/clock"
 	"github.com/raven-agent/raven/internal/llm"
 	"github.com/raven-agent/raven/internal/sentinel/attention"
+	"github.com/raven-agent/raven/internal/sentinel/calendar"
 	"github.com/raven-agent/raven/internal/sentinel/executor"
 	"github.com/raven-agent/raven/internal/sentinel/feedback"
 	"github.com/raven-agent/raven/internal/sentinel/policy"
 	"github.com/raven-agent/raven/internal/sentinel/predictor"
+	"github.com/raven-agent/raven/internal/sentinel/when"
 	"github.com/raven-agent/raven/internal/session"
 	"github.com/raven-agent/raven/internal/statefile"
 )
@@ -74,6 +76,10 @@ type SystemOptions struct {
 	// OnTick observes every tick's record (decision, route, verdict).
 	OnTick func(TickRecord)
 
+	// Getenv reads the owner's locale for sentinel.date_order "auto"
+	// (os.Getenv); nil reads numeric dates day first.
+	Getenv func(string) string
+
 	Clock  clock.Clock
 	Logger *slog.Logger
 }
@@ -102,13 +108,47 @@ type System struct {
 	// Behaviors is nil unless sentinel.behaviors.enabled, a model and a
 	// message source are all present.
 	Behaviors *predictor.BehaviorsExtractor
+	// Analysis is the daily analysis service; nil unless
+	// sentinel.analysis.enabled and a model is configured.
+	Analysis *predictor.DailyAnalysis
+	// Routines keeps the learned routines (sentinel/routines.json); nil
+	// when sentinel.routines is off.
+	Routines *predictor.RoutineStore
 	// Preferences learns preferences.json entries from dismissals; it runs
 	// on every dismissal RecordVerdict records.
 	Preferences *PreferenceLearner
 	Runner      *Runner
 
-	log         *slog.Logger
-	onDelivered executor.DeliveredFunc
+	log           *slog.Logger
+	onDelivered   executor.DeliveredFunc
+	deadlines     attention.Deadlines
+	deadlineInput func(context.Context) attention.Input
+}
+
+// calendarSource is the caller's calendar function, else the iCalendar
+// files sentinel.calendar.path names, else none.
+func calendarSource(o SystemOptions, cfg Config, log *slog.Logger) func(time.Time) []CalendarEntry {
+	if o.Calendar != nil || cfg.Calendar.Path == "" {
+		return o.Calendar
+	}
+	src := calendar.New(cfg.Calendar, cfg.Policy.Location, log)
+	return func(now time.Time) []CalendarEntry {
+		evs, err := src.Events(now)
+		if err != nil {
+			log.Warn("sentinel: calendar partly unreadable", "path", cfg.Calendar.Path, "err", err)
+		}
+		out := make([]CalendarEntry, len(evs))
+		for i, e := range evs {
+			out[i] = CalendarEntry{Title: e.Title, Start: e.Start, End: e.End, Location: e.Location, AllDay: e.AllDay}
+		}
+		return out
+	}
+}
+
+// Deadlines lists the deadlines as the attention file and the daily plan
+// see them now, each with what an informal date was resolved from.
+func (s *System) Deadlines(ctx context.Context) []attention.Item {
+	return s.deadlines.Items(s.deadlineInput(ctx))
 }
 
 // DefaultTargetWindow bounds how far back the default target is looked for.
@@ -164,15 +204,27 @@ func NewSystem(o SystemOptions) (*System, error) {
 	s.Router = executor.NewRouter(executor.RouterOptions{Provider: o.Provider, Model: o.Model, MinConfidence: cfg.DecisionConfidence, Logger: log})
 	s.Actions = executor.NewActionExecutor(executor.ActionExecutorOptions{Gate: pol, Injector: s.Injector, Spawn: s.Spawn, Tools: o.Tools, OnDelivered: delivered, Clock: o.Clock, Logger: log})
 	s.Consumer = executor.NewConsumer(executor.ConsumerOptions{Store: s.Pending, Router: s.Router, Executor: s.Actions, Confirm: cfg.DecisionConfirm, Logger: log})
+	if s.Analysis, err = newAnalysis(o, store, o.Clock, log); err != nil {
+		return nil, err
+	}
+	sections := cfg.AttentionSections
+	if s.Analysis != nil && cfg.Attention {
+		sections = withAnalysisSections(sections)
+	}
 	routines := o.Routines
-	if routines == nil && cfg.Routines.Enabled {
-		routines = learnRoutines(o.Paths.History, cfg, o.Clock, log)
+	var learned *predictor.RoutineStore
+	if cfg.Routines.Enabled {
+		learned = routineStore(o.Paths, cfg, o.Clock, log)
+		s.Routines = learned
+	}
+	if routines == nil && learned != nil {
+		routines = func(string) []Routine { return toRoutines(learned.Routines()) }
 	}
 	s.Assembler = NewAssembler(AssemblerOptions{
 		MemoryPath: o.Paths.Memory, HistoryPath: o.Paths.History, AttentionPath: o.Paths.Attention, BehaviorsPath: o.Paths.Behaviors,
-		MemoryMaxBytes: cfg.MemoryMaxBytes, HistoryTailBytes: cfg.HistoryTailBytes, AttentionSections: cfg.AttentionSections,
+		MemoryMaxBytes: cfg.MemoryMaxBytes, HistoryTailBytes: cfg.HistoryTailBytes, AttentionSections: sections,
 		BehaviorsLines: cfg.BehaviorsLines, BehaviorsTailBytes: cfg.BehaviorsTailBytes, ActiveWindow: cfg.ActiveWindow.D(),
-		Sessions: ActiveSessions(o.Sessions), Routines: routines, Calendar: o.Calendar, Policy: pol, Clock: o.Clock, Logger: log,
+		Sessions: ActiveSessions(o.Sessions), Routines: routines, Calendar: calendarSource(o, cfg, log), Policy: pol, Clock: o.Clock, Logger: log,
 	})
 	var refreshers []func(context.Context)
 	ao := attention.Options{
@@ -181,25 +233,29 @@ func NewSystem(o SystemOptions) (*System, error) {
 		Sessions: attentionSessions(o.Sessions), SessionWindow: cfg.OpenLoopWindow.D(),
 		Location: cfg.Policy.Location, Clock: o.Clock, Logger: log,
 	}
-	deadlines := attention.Deadlines{Horizon: cfg.DeadlineHorizon.D()}
+	deadlines := attention.Deadlines{Horizon: cfg.DeadlineHorizon.D(), Dates: when.Resolver{Order: when.OrderFor(cfg.DateOrder, o.Getenv)}}
+	s.deadlines = deadlines
+	s.deadlineInput = attention.NewUpdater(attention.Options{
+		MemoryPath: ao.MemoryPath, HistoryPath: ao.HistoryPath, MemoryMaxBytes: ao.MemoryMaxBytes,
+		HistoryTailBytes: ao.HistoryTailBytes, Location: ao.Location, Clock: o.Clock, Logger: log,
+	}).Input
 	planSlots := o.PlanSlots
 	if planSlots == nil && cfg.Plan.Enabled {
 		var learn func(string) []predictor.Routine
-		if cfg.Routines.Enabled {
-			learn = routineLearner(o.Paths.History, cfg, o.Clock, log)
+		if learned != nil {
+			learn = func(string) []predictor.Routine { return learned.Routines() }
 		}
-		reader := attention.NewUpdater(attention.Options{
-			MemoryPath: ao.MemoryPath, HistoryPath: ao.HistoryPath, MemoryMaxBytes: ao.MemoryMaxBytes,
-			HistoryTailBytes: ao.HistoryTailBytes, Location: ao.Location, Clock: o.Clock, Logger: log,
-		})
 		s.Plan = NewDailyPlan(DailyPlanOptions{
-			Routines: learn, Deadlines: deadlines, Input: reader.Input,
+			Routines: learn, Deadlines: deadlines, Input: s.deadlineInput,
 			Location: cfg.Policy.Location, Clock: o.Clock, Logger: log,
 		})
 		planSlots = s.Plan.Slots
 	}
 	if cfg.Attention {
 		ao.Producers = []attention.Producer{deadlines, attention.OpenLoops{Window: cfg.OpenLoopWindow.D()}}
+		if s.Analysis != nil {
+			ao.Producers = append(ao.Producers, analysisProducers(s.Analysis)...)
+		}
 		if s.Plan != nil {
 			// The same computation feeds the runner: the section is
 			// what the scheduled-fire path will do today.

@@ -121,6 +121,7 @@ type CalendarEntry struct {
 	Title    string    `json:"title"`
 	Start    time.Time `json:"start"`
 	End      time.Time `json:"end,omitzero"`
+	AllDay   bool      `json:"all_day,omitempty"`
 	Location string    `json:"location,omitempty"`
 }
 

@@ -118,6 +118,11 @@ func TestDemoShowsEveryPath(t *testing.T) {
 		{"webhook", `401 Unauthorized {"error":"webhook: signature timestamp outside the window"}`},
 		{"webhook", `409 Conflict {"error":"webhook: request already seen"}`},
 		{"webhook", "4 requests, 1 reached the dispatcher"},
+		{"web", "raven config set tools.web.fetch.allow_cidrs 127.0.0.1/32"},
+		{"web", "calls web_fetch url="},
+		{"web", "## Bartering"},
+		{"web", "<<<UNTRUSTED_WEB_CONTENT id="},
+		{"web", "169.254.169.254 is a cloud metadata address: refused by default"},
 	} {
 		if !strings.Contains(flat, norm(want.text)) {
 			t.Errorf("section %s: output lacks %q", want.section, want.text)

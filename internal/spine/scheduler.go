@@ -231,6 +231,13 @@ func (s *Scheduler) HasInflight(conversation string) bool {
 	return l != nil && (l.running != nil || len(l.queue) > 0)
 }
 
+// PoolInUse reports how many of origin's pool slots are taken and the
+// pool's size (0: unbounded).
+func (s *Scheduler) PoolInUse(o Origin) (inUse, size int) {
+	p := s.pools[o]
+	return len(p), cap(p)
+}
+
 // UserBusy reports whether any user-initiated turn is running; the wake
 // scheduler parks heartbeat wakes while it is.
 func (s *Scheduler) UserBusy() bool {

@@ -66,3 +66,23 @@ func (c ExecConfig) Validate() error {
 	}
 	return nil
 }
+
+// DefaultSearchThreshold is tools.search_threshold's default: with more
+// tools than this in the registry, the external (MCP) ones are reached
+// through tool_search instead of being offered on every model call. About
+// forty schemas is where tool lists start to cost more context than most
+// turns' conversation.
+const DefaultSearchThreshold = 40
+
+// maxSearchThreshold bounds the setting: past it every schema would be
+// sent on every call, which is what the threshold exists to prevent.
+const maxSearchThreshold = 1000
+
+// CheckSearchThreshold validates tools.search_threshold as a
+// *configtype.FieldError on "search_threshold".
+func CheckSearchThreshold(n int) error {
+	if n < 1 || n > maxSearchThreshold {
+		return configtype.Invalid("search_threshold", "must be between 1 and %d", maxSearchThreshold)
+	}
+	return nil
+}

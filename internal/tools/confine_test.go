@@ -101,7 +101,7 @@ func TestFileToolsConcurrentSwapper(t *testing.T) {
 		}
 	}()
 
-	r := NewRegistry(ReadFile{ws}, WriteFile{ws}, EditFile{ws}, ListDir{ws})
+	r := NewRegistry(NewReadFile(ws), NewWriteFile(ws), NewEditFile(ws), NewListDir(ws))
 	ctx := context.Background()
 	calls := []struct{ name, args string }{
 		{"read_file", `{"path":"f"}`},
@@ -174,7 +174,7 @@ func TestFileToolErrorsNameNoOutsidePath(t *testing.T) {
 	}
 	os.Mkdir(filepath.Join(root, "sub"), 0o700)
 	os.WriteFile(filepath.Join(root, "sub", "a.md"), []byte("x"), 0o600)
-	r := NewRegistry(ReadFile{ws}, WriteFile{ws}, EditFile{ws}, ListDir{ws})
+	r := NewRegistry(NewReadFile(ws), NewWriteFile(ws), NewEditFile(ws), NewListDir(ws))
 	cases := []struct {
 		name, path string
 		outside    bool
@@ -240,7 +240,7 @@ func BenchmarkReadFileInRoot(b *testing.B) {
 	}
 	os.MkdirAll(filepath.Join(ws.Root(), "a", "b"), 0o700)
 	os.WriteFile(filepath.Join(ws.Root(), "a", "b", "c.md"), []byte("hello"), 0o600)
-	r := ReadFile{ws}
+	r := NewReadFile(ws)
 	args := json.RawMessage(`{"path":"a/b/c.md"}`)
 	b.ReportAllocs()
 	for b.Loop() {

@@ -3,7 +3,6 @@ package tools
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -95,8 +94,13 @@ type ExecOptions struct {
 	Unsandboxed string
 }
 
+// ExecName is the exec tool's name.
+const ExecName = "exec"
+
 // Exec is the exec tool: run a shell command confined to the workspace.
+// Its schema and argument checks are the embedded typed tool's.
 type Exec struct {
+	*Typed[execArgs]
 	o    ExecOptions
 	deny []*regexp.Regexp
 }
@@ -138,6 +142,12 @@ func NewExecWith(o ExecOptions) (*Exec, error) {
 		o.Sandbox = r
 	}
 	e := &Exec{o: o}
+	typed, err := New(ExecName, execDescription, e.run,
+		Len("command", 1, 8192), Len("paths", 0, 8), Len("paths[]", 1, 4096))
+	if err != nil {
+		return nil, err
+	}
+	e.Typed = typed
 	for _, p := range append(append([]string{}, defaultDeny...), o.Deny...) {
 		re, err := regexp.Compile(p)
 		if err != nil {
@@ -151,21 +161,13 @@ func NewExecWith(o ExecOptions) (*Exec, error) {
 // Mode is the sandbox mode commands run under.
 func (e *Exec) Mode() sandbox.Mode { return e.o.Sandbox.Mode() }
 
-func (*Exec) Name() string { return "exec" }
-func (e *Exec) Description() string {
-	return "Run a shell command in the workspace directory, inside a sandbox: the workspace is writable, system " +
-		"directories are read-only, nothing else is visible, the network is off. Set network=true or list paths " +
-		"(absolute directories outside the workspace to write) only when the task needs them: the owner is asked to approve."
-}
-func (*Exec) Parameters() map[string]any {
-	return map[string]any{"type": "object", "additionalProperties": false, "required": []string{"command"},
-		"properties": map[string]any{
-			"command": map[string]any{"type": "string", "minLength": 1, "maxLength": 8192},
-			"network": map[string]any{"type": "boolean"},
-			"paths": map[string]any{"type": "array", "maxItems": 8,
-				"items": map[string]any{"type": "string", "minLength": 1, "maxLength": 4096}},
-		}}
-}
+// Name is the tool's name; it needs no built tool, so a reload can name
+// the tool it turns off.
+func (*Exec) Name() string { return ExecName }
+
+const execDescription = "Run a shell command in the workspace directory, inside a sandbox: the workspace is writable, system " +
+	"directories are read-only, nothing else is visible, the network is off. Set network=true or list paths " +
+	"(absolute directories outside the workspace to write) only when the task needs them: the owner is asked to approve."
 
 // WaitsForOwner: a command needing approval waits for the owner, bounded
 // by the approval's expiry; the run itself is bounded by Timeout.
@@ -173,8 +175,8 @@ func (e *Exec) WaitsForOwner() bool { return e.o.Approver != nil }
 
 type execArgs struct {
 	Command string   `json:"command"`
-	Network bool     `json:"network"`
-	Paths   []string `json:"paths"`
+	Network bool     `json:"network,omitempty"`
+	Paths   []string `json:"paths,omitempty"`
 }
 
 // plan is what a command needs beyond the sandbox's defaults.
@@ -224,11 +226,7 @@ func (e *Exec) plan(a execArgs) (plan, error) {
 	return p, nil
 }
 
-func (e *Exec) Run(ctx context.Context, raw json.RawMessage) (string, error) {
-	var a execArgs
-	if err := decodeArgs(raw, &a); err != nil {
-		return "", err
-	}
+func (e *Exec) run(ctx context.Context, a execArgs) (string, error) {
 	for _, re := range e.deny {
 		if re.MatchString(a.Command) {
 			return "", fmt.Errorf("%w: %q", ErrDenied, a.Command)

@@ -34,7 +34,7 @@ func TestWorkspaceConfinement(t *testing.T) {
 	// os.Root refuses absolute links even when they point inside: the
 	// target would be resolved outside the root's descriptor.
 	os.Symlink(filepath.Join(ws.Root(), "sub"), filepath.Join(ws.Root(), "abs-inner"))
-	w := WriteFile{ws}
+	w := NewWriteFile(ws)
 	cases := []struct {
 		path string
 		ok   bool
@@ -70,7 +70,7 @@ func TestWorkspaceConfinement(t *testing.T) {
 
 func TestFileToolsThroughRegistry(t *testing.T) {
 	ws, _ := newWS(t)
-	r := NewRegistry(ReadFile{ws}, WriteFile{ws}, EditFile{ws}, ListDir{ws})
+	r := NewRegistry(NewReadFile(ws), NewWriteFile(ws), NewEditFile(ws), NewListDir(ws))
 	ctx := context.Background()
 	call := func(name, args string) (string, error) {
 		return r.Run(ctx, llm.ToolCall{Name: name, Arguments: args})
@@ -92,9 +92,9 @@ func TestFileToolsThroughRegistry(t *testing.T) {
 	}
 	bad := []struct{ name, args, want string }{
 		{"read_file", `{"path":`, "not valid JSON"},
-		{"read_file", `{}`, `missing required field "path"`},
-		{"read_file", `{"path":42}`, "must be of type string"},
-		{"read_file", `{"path":"x","extra":1}`, `unknown field "extra"`},
+		{"read_file", `{}`, `missing properties: ["path"]`},
+		{"read_file", `{"path":42}`, `path: type: 42 has type "integer", want "string"`},
+		{"read_file", `{"path":"x","extra":1}`, `unexpected additional properties ["extra"]`},
 		{"read_file", `{"path":"../../etc/passwd"}`, "outside the workspace"},
 		{"edit_file", `{"path":"a/b.md","old_text":"zzz","new_text":""}`, "not found"},
 		{"nope", `{}`, "unknown tool"},
@@ -149,7 +149,7 @@ func TestExecTool(t *testing.T) {
 
 func TestMessageAndSpawnUseTurn(t *testing.T) {
 	var posted spine.Message
-	m := Message{Post: func(ctx context.Context, msg spine.Message) error { posted = msg; return nil }}
+	m := NewMessage(func(ctx context.Context, msg spine.Message) error { posted = msg; return nil })
 	ctx := WithTurn(context.Background(), TurnInfo{Origin: spine.OriginUser, Channel: "telegram", ChatID: "7"})
 	if _, err := m.Run(ctx, json.RawMessage(`{"content":"hi"}`)); err != nil || posted.Channel != "telegram" || posted.ChatID != "7" {
 		t.Fatalf("message: %+v %v", posted, err)
@@ -158,7 +158,7 @@ func TestMessageAndSpawnUseTurn(t *testing.T) {
 		t.Fatal("message without target accepted")
 	}
 	var task string
-	s := Spawn{Spawn: func(ctx context.Context, tk, ch, chat string) (string, error) { task = tk; return "sa1", nil }}
+	s := NewSpawn(func(ctx context.Context, tk, ch, chat string) (string, error) { task = tk; return "sa1", nil })
 	if out, err := s.Run(ctx, json.RawMessage(`{"task":"digest"}`)); err != nil || task != "digest" || !strings.Contains(out, "sa1") {
 		t.Fatalf("spawn: %q %v", out, err)
 	}

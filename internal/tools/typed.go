@@ -4,8 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/raven-agent/raven/internal/strictjson"
 )
 
 // Typed is a tool declared once, as its Go argument type A: the JSON Schema
@@ -27,15 +31,22 @@ type Refine func(*jsonschema.Schema)
 // New declares a tool whose arguments are A. It fails only on a programming
 // error (a type jsonschema cannot describe, a refinement that breaks the
 // schema), which the runtime's assembly reports at build time.
-func New[A any](name, description string, run func(context.Context, A) (string, error), refine ...Refine) (*Typed[A], error) {
+func New[A any](name, description string, run func(context.Context, A) (string, error), refine ...Refine) (_ *Typed[A], err error) {
 	s, err := jsonschema.For[A](nil)
 	if err != nil {
 		return nil, fmt.Errorf("tool %s: derive schema: %w", name, err)
 	}
+	defer func() {
+		// The path helpers (Len, OneOf, Range) panic on a path the type
+		// does not have: a typo in a declaration, reported as an error.
+		if p := recover(); p != nil {
+			err = fmt.Errorf("tool %s: refine schema: %v", name, p)
+		}
+	}()
 	for _, r := range refine {
 		r(s)
 	}
-	resolved, err := s.Resolve(nil)
+	resolved, err := resolveSchema(s)
 	if err != nil {
 		return nil, fmt.Errorf("tool %s: resolve schema: %w", name, err)
 	}
@@ -50,8 +61,9 @@ func New[A any](name, description string, run func(context.Context, A) (string, 
 	return &Typed[A]{name: name, description: description, params: params, resolved: resolved, run: run}, nil
 }
 
-// Must is New for tools declared at package level from literals, where a
-// failure is a bug caught by the first test that builds the tool.
+// Must is New for tools whose declaration is fixed in the source (every
+// built-in tool's constructor), where a failure is a bug caught by the
+// first test that builds the tool.
 func Must[A any](t *Typed[A], err error) *Typed[A] {
 	if err != nil {
 		panic(err)
@@ -64,21 +76,75 @@ func (t *Typed[A]) Description() string        { return t.description }
 func (t *Typed[A]) Parameters() map[string]any { return t.params }
 
 // Run validates raw against the derived schema, decodes it strictly into A
-// and runs the tool.
+// and runs the tool. The registry has validated already; a tool run
+// directly (a test, a wrapper) gets the same check and the same errors.
 func (t *Typed[A]) Run(ctx context.Context, raw json.RawMessage) (string, error) {
+	if err := checkArgs(t.name, t.resolved, raw); err != nil {
+		return "", err
+	}
 	if len(raw) == 0 {
 		raw = json.RawMessage("{}")
 	}
-	var instance any
-	if err := json.Unmarshal(raw, &instance); err != nil {
-		return "", fmt.Errorf("arguments for %s are not valid JSON: %v", t.name, err)
-	}
-	if err := t.resolved.Validate(instance); err != nil {
-		return "", fmt.Errorf("invalid arguments for %s: %w", t.name, err)
-	}
 	var a A
-	if err := decodeArgs(raw, &a); err != nil {
-		return "", err
+	if err := strictjson.Decode(raw, &a); err != nil {
+		return "", fmt.Errorf("%w for %s: %w", ErrInvalidArgs, t.name, err)
 	}
 	return t.run(ctx, a)
+}
+
+// resolvedSchema lets the registry reuse the schema resolved in New.
+func (t *Typed[A]) resolvedSchema() *jsonschema.Resolved { return t.resolved }
+
+// Len bounds the string at path (min/maxLength, in characters) or, for an
+// array, its item count; 0 leaves that side unbounded. A path names
+// properties with dots and array items with []: "questions[].header".
+func Len(path string, min, max int) Refine {
+	return func(root *jsonschema.Schema) {
+		s := At(root, path)
+		isArray := s.Type == "array" || slices.Contains(s.Types, "array")
+		set := func(p **int, v int) {
+			if v > 0 {
+				*p = &v
+			}
+		}
+		if isArray {
+			set(&s.MinItems, min)
+			set(&s.MaxItems, max)
+			return
+		}
+		set(&s.MinLength, min)
+		set(&s.MaxLength, max)
+	}
+}
+
+// OneOf restricts the value at path to values (a JSON Schema enum).
+func OneOf(path string, values ...any) Refine {
+	return func(root *jsonschema.Schema) { At(root, path).Enum = values }
+}
+
+// Range bounds the number at path, inclusive.
+func Range(path string, min, max float64) Refine {
+	return func(root *jsonschema.Schema) {
+		s := At(root, path)
+		s.Minimum, s.Maximum = &min, &max
+	}
+}
+
+// At returns the schema at path (see Len) for refinements the helpers do
+// not cover; it panics on a path the schema does not have, which New
+// reports as the tool's build error.
+func At(root *jsonschema.Schema, path string) *jsonschema.Schema {
+	s := root
+	for _, seg := range strings.Split(path, ".") {
+		name, _, _ := strings.Cut(seg, "[]")
+		if s = s.Properties[name]; s == nil {
+			panic(fmt.Sprintf("no property %q in %q", name, path))
+		}
+		for range strings.Count(seg, "[]") {
+			if s = s.Items; s == nil {
+				panic(fmt.Sprintf("%q is not an array in %q", name, path))
+			}
+		}
+	}
+	return s
 }

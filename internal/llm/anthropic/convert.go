@@ -191,7 +191,7 @@ func fromMessage(m *anth.Message) (*llm.Response, error) {
 	}
 	resp := &llm.Response{
 		FinishReason: string(m.StopReason),
-		Usage:        llm.Usage{InputTokens: int(m.Usage.InputTokens), OutputTokens: int(m.Usage.OutputTokens)},
+		Usage:        usageFrom(m.Usage),
 	}
 	var text strings.Builder
 	for _, b := range m.Content {
@@ -209,4 +209,12 @@ func fromMessage(m *anth.Message) (*llm.Response, error) {
 	}
 	resp.Content = text.String()
 	return resp, nil
+}
+
+// usageFrom converts a message's usage. Anthropic's input_tokens leaves out
+// the tokens read from and written to the cache; llm.Usage counts them in.
+func usageFrom(u anth.Usage) llm.Usage {
+	read, write := int(u.CacheReadInputTokens), int(u.CacheCreationInputTokens)
+	return llm.Usage{InputTokens: int(u.InputTokens) + read + write, OutputTokens: int(u.OutputTokens),
+		CachedTokens: read, CacheWriteTokens: write}
 }

@@ -132,7 +132,7 @@ func fromCompletion(c *oai.ChatCompletion) (*llm.Response, error) {
 	resp := &llm.Response{
 		Content:      ch.Message.Content,
 		FinishReason: ch.FinishReason,
-		Usage:        llm.Usage{InputTokens: int(c.Usage.PromptTokens), OutputTokens: int(c.Usage.CompletionTokens)},
+		Usage:        usageFrom(c.Usage),
 	}
 	for i, tc := range ch.Message.ToolCalls {
 		if tc.Type != "" && tc.Type != "function" {
@@ -146,4 +146,11 @@ func fromCompletion(c *oai.ChatCompletion) (*llm.Response, error) {
 		resp.ToolCalls = append(resp.ToolCalls, llm.ToolCall{ID: id, Name: tc.Function.Name, Arguments: tc.Function.Arguments})
 	}
 	return resp, nil
+}
+
+// usageFrom converts a completion's usage; prompt_tokens already includes
+// the cached ones.
+func usageFrom(u oai.CompletionUsage) llm.Usage {
+	return llm.Usage{InputTokens: int(u.PromptTokens), OutputTokens: int(u.CompletionTokens),
+		CachedTokens: int(u.PromptTokensDetails.CachedTokens)}
 }

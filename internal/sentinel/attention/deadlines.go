@@ -5,32 +5,36 @@ import (
 	"fmt"
 	"regexp"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/raven-agent/raven/internal/sentinel/textcut"
+	"github.com/raven-agent/raven/internal/sentinel/when"
 )
 
 // Deadlines lists dated lines of MEMORY.md and the HISTORY.md tail that fall
-// from Overdue ago to Horizon ahead, soonest first. A date is YYYY-MM-DD,
-// optionally followed by HH:MM; the timestamp that opens every history line
-// is the log's own and is not a deadline.
+// from Overdue ago to Horizon ahead, soonest first. Dates are found the way
+// people write them (package when: ISO dates, weekdays, "tomorrow", "in 3
+// days", "15 Dec", "12/15") and resolved against the time the line was
+// written — a history line's own timestamp, MEMORY.md's modification time —
+// in the owner's zone. The timestamp that opens every history line is the
+// log's own and is not a deadline.
 type Deadlines struct {
 	Horizon time.Duration // look-ahead (default 14 days)
 	Overdue time.Duration // how long a passed date stays listed (default 1 day)
 	Max     int           // items listed (default 10)
+	// Dates reads numeric dates in the owner's order (12/11: day or month first).
+	Dates when.Resolver
 }
 
 // Section is "Deadlines".
 func (Deadlines) Section() string { return SectionDeadlines }
 
 var (
-	dateRe = regexp.MustCompile(`\b(\d{4})-(\d{2})-(\d{2})(?:[ T](\d{1,2}):(\d{2}))?`)
 	// historyPrefix is memory.AppendHistory's "- <RFC3339> [conv] role: ":
 	// the log's own timestamp is not a deadline, and dropping the role lets
 	// the owner's line and the assistant's echo of it collapse into one.
-	historyPrefix = regexp.MustCompile(`^\s*[-*]?\s*\d{4}-\d{2}-\d{2}T[0-9:.]+(?:Z|[+-]\d{2}:\d{2})\s+(?:\[[^\]]*\]\s+)?(?:(?:user|assistant|answer|system|tool):\s+)?`)
+	historyPrefix = regexp.MustCompile(`^\s*[-*]?\s*(\d{4}-\d{2}-\d{2}T[0-9:.]+(?:Z|[+-]\d{2}:\d{2}))\s+(?:\[[^\]]*\]\s+)?(?:(user|assistant|answer|system|tool):\s+)?`)
 )
 
 const lineMax = 160
@@ -38,10 +42,15 @@ const lineMax = 160
 // Item is one dated line the producer lists.
 type Item struct {
 	// At is the local date, at midnight unless HasTime.
-	At      time.Time
-	HasTime bool
-	Text    string
-	Source  string // "memory" or "history"
+	At      time.Time `json:"at"`
+	HasTime bool      `json:"has_time,omitempty"`
+	Text    string    `json:"text"`
+	Source  string    `json:"source"` // "memory" or "history"
+	// From is the words the date was resolved from when they were not an
+	// ISO date ("Friday 15:00"), and Written the moment it was resolved
+	// against; both empty for an ISO date.
+	From    string    `json:"from,omitempty"`
+	Written time.Time `json:"written,omitzero"`
 }
 
 // Produce renders the section body; "" when nothing is due.
@@ -63,7 +72,11 @@ func (d Deadlines) Produce(_ context.Context, in Input) (string, error) {
 		}
 		// Day granularity keeps the body stable within a day, so ticks
 		// between midnights do not rewrite the file.
-		fmt.Fprintf(&b, "- %s (%s, %s): %s\n", when, relDay(today, midnight(it.At)), it.Source, it.Text)
+		from := ""
+		if it.From != "" {
+			from = fmt.Sprintf(", from %q written %s", it.From, it.Written.In(loc).Format(time.DateOnly))
+		}
+		fmt.Fprintf(&b, "- %s (%s, %s%s): %s\n", when, relDay(today, midnight(it.At)), it.Source, from, it.Text)
 	}
 	return b.String(), nil
 }
@@ -90,11 +103,22 @@ func (d Deadlines) Items(in Input) []Item {
 	today := midnight(now)
 	var items []Item
 	seen := map[string]bool{}
+	memoryWritten := in.MemoryWritten
+	if memoryWritten.IsZero() || memoryWritten.After(now) {
+		memoryWritten = now
+	}
 	scan := func(text, source string, strip bool) {
 		for line := range strings.SplitSeq(text, "\n") {
+			written, owner := memoryWritten, true
 			if strip {
 				if systemHistoryLine(line) {
 					continue
+				}
+				if m := historyPrefix.FindStringSubmatch(line); m != nil {
+					if ts, err := time.Parse(time.RFC3339Nano, m[1]); err == nil && !ts.After(now) {
+						written = ts
+					}
+					owner = m[2] == "" || m[2] == "user" || m[2] == "answer"
 				}
 				line = historyPrefix.ReplaceAllString(line, "")
 			}
@@ -102,11 +126,14 @@ func (d Deadlines) Items(in Input) []Item {
 			if line == "" {
 				continue
 			}
-			for _, m := range dateRe.FindAllStringSubmatch(line, -1) {
-				at, hasTime, ok := parseDate(m, loc)
-				if !ok {
+			for _, m := range d.Dates.Find(line, written.In(loc)) {
+				if m.Informal() && strip && (!owner || (m.Form == when.FormToday && !m.HasTime)) {
+					// Raven's replies say "tomorrow" about anything, and
+					// "today" in chat is chatter, not a deadline, unless
+					// it carries a time.
 					continue
 				}
+				at, hasTime := m.At, m.HasTime
 				day := midnight(at)
 				if day.Before(today.Add(-overdue)) || day.After(today.Add(horizon)) {
 					continue
@@ -116,7 +143,11 @@ func (d Deadlines) Items(in Input) []Item {
 					continue
 				}
 				seen[key] = true
-				items = append(items, Item{At: at, HasTime: hasTime, Text: cut(line, lineMax), Source: source})
+				it := Item{At: at, HasTime: hasTime, Text: cut(line, lineMax), Source: source}
+				if m.Informal() {
+					it.From, it.Written = m.Text, written.In(loc)
+				}
+				items = append(items, it)
 			}
 		}
 	}
@@ -127,28 +158,6 @@ func (d Deadlines) Items(in Input) []Item {
 		items = items[:limit]
 	}
 	return items
-}
-
-func parseDate(m []string, loc *time.Location) (time.Time, bool, bool) {
-	y, _ := strconv.Atoi(m[1])
-	mo, _ := strconv.Atoi(m[2])
-	d, _ := strconv.Atoi(m[3])
-	if mo < 1 || mo > 12 || d < 1 || d > 31 {
-		return time.Time{}, false, false
-	}
-	hh, mm, hasTime := 0, 0, m[4] != ""
-	if hasTime {
-		hh, _ = strconv.Atoi(m[4])
-		mm, _ = strconv.Atoi(m[5])
-		if hh > 23 || mm > 59 {
-			hasTime, hh, mm = false, 0, 0
-		}
-	}
-	t := time.Date(y, time.Month(mo), d, hh, mm, 0, 0, loc)
-	if t.Day() != d { // 2025-02-31 normalises into March: not a date
-		return time.Time{}, false, false
-	}
-	return t, hasTime, true
 }
 
 func midnight(t time.Time) time.Time {

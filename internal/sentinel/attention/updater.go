@@ -46,8 +46,11 @@ type Input struct {
 	Now      time.Time
 	Location *time.Location
 	Memory   string // head of MEMORY.md
-	History  string // tail of HISTORY.md
-	Sessions []Session
+	// MemoryWritten is MEMORY.md's modification time: what its informal
+	// dates ("Friday") are resolved against.
+	MemoryWritten time.Time
+	History       string // tail of HISTORY.md
+	Sessions      []Session
 }
 
 // Producer computes one section's body from the input. It must be a pure
@@ -234,6 +237,9 @@ func (u *Updater) gather(ctx context.Context) Input {
 			u.log.Debug("attention: MEMORY.md unreadable", "err", err)
 		}
 		in.Memory = s
+		if fi, err := os.Stat(u.o.MemoryPath); err == nil {
+			in.MemoryWritten = fi.ModTime()
+		}
 	}
 	if u.o.HistoryPath != "" {
 		s, err := memory.ReadTail(u.o.HistoryPath, u.o.HistoryTailBytes)

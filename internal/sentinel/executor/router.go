@@ -117,7 +117,7 @@ func (r *DecisionRouter) classify(ctx context.Context, pd PendingDecision, reply
 	if pd.State == StateAwaitingConfirm {
 		sys += " The owner was also asked to confirm option " + strconv.Itoa(pd.Picked) + "; use confirm or cancel when the message answers that."
 	}
-	resp, err := r.o.Provider.Chat(ctx, llm.Request{
+	resp, err := r.o.Provider.Chat(llm.WithCallTag(ctx, llm.CallTag{Origin: llm.OriginRouter}), llm.Request{
 		Model: r.o.Model,
 		Messages: []llm.Message{
 			{Role: llm.RoleSystem, Content: sys},

@@ -251,13 +251,13 @@ func TestTool(t *testing.T) {
 		wantErr error
 		errText string
 	}{
-		{"unknown field", `{"verdict":"accepted","nudge_id":"n-1","extra":1}`, ErrBadArgs, "unknown field"},
+		{"unknown field", `{"verdict":"accepted","nudge_id":"n-1","extra":1}`, ErrBadArgs, `unexpected additional properties ["extra"]`},
 		{"bad verdict", `{"verdict":"maybe","nudge_id":"n-1"}`, ErrBadArgs, "verdict"},
 		{"missing id", `{"verdict":"accepted"}`, ErrBadArgs, "nudge_id"},
 		{"blank id", `{"verdict":"accepted","nudge_id":"  "}`, ErrBadArgs, "nudge_id"},
 		{"wrong type", `{"verdict":1,"nudge_id":"n-1"}`, ErrBadArgs, ""},
 		{"not json", `verdict=accepted`, ErrBadArgs, ""},
-		{"trailing data", `{"verdict":"accepted","nudge_id":"n-1"} {}`, ErrBadArgs, "trailing"},
+		{"trailing data", `{"verdict":"accepted","nudge_id":"n-1"} {}`, ErrBadArgs, "not valid JSON"},
 		{"unknown nudge", `{"verdict":"accepted","nudge_id":"n-999"}`, ErrUnknownNudge, "n-999"},
 	}
 	for _, tc := range tests {

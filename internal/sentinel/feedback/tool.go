@@ -9,7 +9,6 @@ import (
 
 	"github.com/raven-agent/raven/internal/sentinel/textcut"
 	"github.com/raven-agent/raven/internal/spine"
-	"github.com/raven-agent/raven/internal/strictjson"
 	"github.com/raven-agent/raven/internal/tools"
 )
 
@@ -46,55 +45,53 @@ type Recorder interface {
 // proactive nudge accepted, dismissed or neutral from the owner's reply, at
 // no extra model call.
 type Tool struct {
+	*tools.Typed[toolArgs]
 	rec Recorder
 }
 
 // NewTool returns the tool recording through rec.
-func NewTool(rec Recorder) *Tool { return &Tool{rec: rec} }
-
-// Name is the tool name.
-func (t *Tool) Name() string { return ToolName }
-
-// Description tells the model when to call the tool.
-func (t *Tool) Description() string {
-	return "Record how the owner received a proactive nudge you sent (its id is shown with the nudge). " +
-		"Call it when the owner's reply shows they welcomed it (accepted), did not want it or asked you to stop (dismissed), " +
-		"or neither (neutral). Do not call it for ordinary messages."
+func NewTool(rec Recorder) *Tool {
+	t := &Tool{rec: rec}
+	t.Typed = tools.Must(tools.New(ToolName, toolDescription, t.run,
+		tools.OneOf("verdict", EventAccepted, EventDismissed, EventNeutral), tools.Len("nudge_id", 1, 128)))
+	return t
 }
 
-// Parameters is the JSON schema of the arguments. A fresh map each call, so
-// no caller can mutate another's view.
-func (t *Tool) Parameters() map[string]any {
-	return map[string]any{
-		"type": "object",
-		"properties": map[string]any{
-			"verdict":  map[string]any{"type": "string", "enum": []any{EventAccepted, EventDismissed, EventNeutral}, "description": "How the owner received the nudge."},
-			"nudge_id": map[string]any{"type": "string", "description": "The id of the nudge, e.g. n-1a2b3c4d5e6f7a8b."},
-			"reason":   map[string]any{"type": "string", "description": "A few words from the owner's reply that justify the verdict."},
-		},
-		"required":             []any{"verdict", "nudge_id"},
-		"additionalProperties": false,
-	}
-}
+// toolDescription tells the model when to call the tool.
+const toolDescription = "Record how the owner received a proactive nudge you sent (its id is shown with the nudge). " +
+	"Call it when the owner's reply shows they welcomed it (accepted), did not want it or asked you to stop (dismissed), " +
+	"or neither (neutral). Do not call it for ordinary messages."
 
 type toolArgs struct {
-	Verdict string `json:"verdict"`
-	NudgeID string `json:"nudge_id"`
-	Reason  string `json:"reason"`
+	Verdict string `json:"verdict" jsonschema:"How the owner received the nudge."`
+	NudgeID string `json:"nudge_id" jsonschema:"The id of the nudge, e.g. n-1a2b3c4d5e6f7a8b."`
+	Reason  string `json:"reason,omitempty" jsonschema:"A few words from the owner's reply that justify the verdict."`
 }
 
-// Run records the verdict for the current turn's session. Errors are meant
-// to be shown to the model.
+// Run validates and records the verdict for the current turn's session.
+// Errors are meant to be shown to the model; bad arguments match
+// ErrBadArgs as well as tools.ErrInvalidArgs.
 func (t *Tool) Run(ctx context.Context, args json.RawMessage) (string, error) {
-	var a toolArgs
-	if err := strictjson.Decode(args, &a); err != nil {
-		return "", fmt.Errorf("%w: %w", ErrBadArgs, err)
+	out, err := t.Typed.Run(ctx, args)
+	if errors.Is(err, tools.ErrInvalidArgs) {
+		return "", badArgs{err}
 	}
+	return out, err
+}
+
+// badArgs is the registry's argument error, also matching ErrBadArgs,
+// worded once.
+type badArgs struct{ err error }
+
+func (e badArgs) Error() string   { return e.err.Error() }
+func (e badArgs) Unwrap() []error { return []error{ErrBadArgs, e.err} }
+
+func (t *Tool) run(ctx context.Context, a toolArgs) (string, error) {
 	a.NudgeID = strings.TrimSpace(a.NudgeID)
 	switch {
 	case !IsVerdict(a.Verdict):
 		return "", fmt.Errorf("%w: verdict must be accepted, dismissed or neutral (got %q)", ErrBadArgs, a.Verdict)
-	case a.NudgeID == "" || len(a.NudgeID) > 128:
+	case a.NudgeID == "":
 		return "", fmt.Errorf("%w: nudge_id is required", ErrBadArgs)
 	case len(a.Reason) > maxReason:
 		a.Reason = textcut.Prefix(a.Reason, maxReason)

@@ -385,7 +385,7 @@ func (e *parseError) Error() string { return "behaviors: " + e.msg }
 
 func (e *BehaviorsExtractor) extract(ctx context.Context, prompt string, batch []Message) ([]BehaviorEvent, error) {
 	temp := 0.1
-	resp, err := e.o.Provider.Chat(ctx, llm.Request{
+	resp, err := e.o.Provider.Chat(llm.WithCallTag(ctx, llm.CallTag{Origin: llm.OriginExtractor}), llm.Request{
 		Model: e.o.Model,
 		Messages: []llm.Message{
 			{Role: llm.RoleSystem, Content: behaviorsSystemPrompt},
