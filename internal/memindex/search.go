@@ -94,16 +94,11 @@ func (ix *Index) match(ctx context.Context, expr string, q Query) ([]Hit, error)
 		since = q.Since.UnixNano()
 	}
 	// FTS5 walks matches in rowid order without scoring them: the floor is
-	// the rowid of the maxCandidates-th newest match. The since bound needs
-	// each match's date (a join); without one, the FTS table alone answers.
+	// the rowid of the maxCandidates-th newest match. It ignores since:
+	// rowids follow indexing order, which is nearly date order, so the
+	// bound costs a join per match here for little change in the pool.
 	var floor int64
-	var row *sql.Row
-	if since == 0 {
-		row = ix.stmts.floor.QueryRowContext(ctx, expr, maxCandidates-1)
-	} else {
-		row = ix.stmts.floorSince.QueryRowContext(ctx, expr, since, maxCandidates-1)
-	}
-	if err := row.Scan(&floor); err != nil && !errors.Is(err, sql.ErrNoRows) {
+	if err := ix.stmts.floor.QueryRowContext(ctx, expr, maxCandidates-1).Scan(&floor); err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("%w: search %q: %w", ErrIndex, expr, err)
 	}
 	// Over-fetch: the duplicates folded below would otherwise eat the limit.
@@ -161,7 +156,7 @@ func (ix *Index) match(ctx context.Context, expr string, q Query) ([]Hit, error)
 
 // searchStmts are the search's statements, prepared once: parsing them
 // was a fifth of a search's time.
-type searchStmts struct{ floor, floorSince, rank *sql.Stmt }
+type searchStmts struct{ floor, rank *sql.Stmt }
 
 func prepareSearch(ctx context.Context, db *sql.DB) (searchStmts, error) {
 	var s searchStmts
@@ -170,8 +165,6 @@ func prepareSearch(ctx context.Context, db *sql.DB) (searchStmts, error) {
 		sql string
 	}{
 		{&s.floor, `SELECT rowid FROM memindex_fts WHERE memindex_fts MATCH ? ORDER BY rowid DESC LIMIT 1 OFFSET ?`},
-		{&s.floorSince, `SELECT f.rowid FROM memindex_fts f JOIN memindex_docs d ON d.id = f.rowid
-			WHERE f.memindex_fts MATCH ? AND d.at >= ? ORDER BY f.rowid DESC LIMIT 1 OFFSET ?`},
 		// ORDER BY rank is FTS5's own: it scores the candidates once, and
 		// snippet() runs only for the rows returned.
 		{&s.rank, `SELECT d.kind, d.ref, d.line, d.role, d.at, snippet(f.memindex_fts, 0, ?, ?, '…', ?), f.rank
