@@ -396,3 +396,26 @@ func TestNotesSymlinks(t *testing.T) {
 		t.Fatalf("hits %+v", hits)
 	}
 }
+
+// Past maxCandidates matches, the newest are ranked: an old passage that
+// would score best is not among them.
+func TestSearchRanksNewestCandidates(t *testing.T) {
+	f := newFixture(t)
+	f.history(t, t0, "user", "otter otter otter")
+	for i := range maxCandidates + 50 {
+		f.history(t, t0.Add(time.Duration(i+1)*time.Hour), "user", "saw an otter by the river, then went home for tea and biscuits")
+	}
+	hits := f.search(t, Query{Text: "otter", Limit: MaxLimit})
+	if len(hits) != MaxLimit {
+		t.Fatalf("%d hits", len(hits))
+	}
+	oldest := t0.Add(51 * time.Hour)
+	for _, h := range hits {
+		if h.At.Before(oldest) {
+			t.Fatalf("hit from outside the newest %d matches: %+v", maxCandidates, h)
+		}
+	}
+	if hits[0].At != t0.Add(time.Duration(maxCandidates+50)*time.Hour) {
+		t.Fatalf("equal scores not newest first: %v", hits[0].At)
+	}
+}

@@ -3,9 +3,10 @@ package memindex
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 )
@@ -101,41 +102,49 @@ func (ix *Index) match(ctx context.Context, expr string, q Query) ([]Hit, error)
 	if err := ix.stmts.floor.QueryRowContext(ctx, expr, maxCandidates-1).Scan(&floor); err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("%w: search %q: %w", ErrIndex, expr, err)
 	}
-	// Over-fetch: the duplicates folded below would otherwise eat the limit.
-	rows, err := ix.stmts.rank.QueryContext(ctx, MarkOpen, MarkClose, snippetTokens, expr, floor, since, 2*q.Limit+4)
+	// Rank first, without snippets: FTS5 scores the candidates, and
+	// equal scores (a reminder repeated daily) go newest first. Over-fetch:
+	// the duplicates folded below would otherwise eat the limit.
+	var rows *sql.Rows
+	var err error
+	if since == 0 {
+		rows, err = ix.stmts.rank.QueryContext(ctx, expr, floor, 2*q.Limit+4)
+	} else {
+		rows, err = ix.stmts.rankSince.QueryContext(ctx, expr, floor, since, 2*q.Limit+4)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: search %q: %w", ErrIndex, expr, err)
 	}
-	defer rows.Close()
-	var hits []Hit
+	var ids []int64
+	score := map[int64]float64{}
 	for rows.Next() {
-		var h Hit
-		var at int64
-		var ref string
-		if err := rows.Scan(&h.Kind, &ref, &h.Line, &h.Role, &at, &h.Snippet, &h.Score); err != nil {
+		var id int64
+		var sc float64
+		if err := rows.Scan(&id, &sc); err != nil {
+			rows.Close()
 			return nil, fmt.Errorf("%w: search: %w", ErrIndex, err)
 		}
-		h.At = time.Unix(0, at).UTC()
-		switch h.Kind {
-		case KindNote:
-			h.Path = ref
-		case KindHistory:
-			h.Path, h.Conversation = "HISTORY.md", ref
-		default:
-			h.Conversation, h.Line = ref, 0
-		}
-		hits = append(hits, h)
+		ids = append(ids, id)
+		score[id] = sc
 	}
+	rows.Close()
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("%w: search: %w", ErrIndex, err)
 	}
-	// Equal scores (the same words, as often) read newest first.
-	sort.SliceStable(hits, func(i, j int) bool {
-		if hits[i].Score != hits[j].Score {
-			return hits[i].Score < hits[j].Score
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	found, err := ix.describe(ctx, expr, ids)
+	if err != nil {
+		return nil, err
+	}
+	hits := make([]Hit, 0, len(ids))
+	for _, id := range ids {
+		if h, ok := found[id]; ok {
+			h.Score = score[id]
+			hits = append(hits, h)
 		}
-		return hits[i].At.After(hits[j].At)
-	})
+	}
 	var out []Hit
 	seen := map[string]bool{}
 	for _, h := range hits {
@@ -154,9 +163,43 @@ func (ix *Index) match(ctx context.Context, expr string, q Query) ([]Hit, error)
 	return out, nil
 }
 
+// describe reads where each ranked passage came from, with its snippet.
+func (ix *Index) describe(ctx context.Context, expr string, ids []int64) (map[int64]Hit, error) {
+	list, _ := json.Marshal(ids)
+	lo, hi := slices.Min(ids), slices.Max(ids)
+	rows, err := ix.stmts.describe.QueryContext(ctx, MarkOpen, MarkClose, snippetTokens, expr, lo, hi, string(list))
+	if err != nil {
+		return nil, fmt.Errorf("%w: search: %w", ErrIndex, err)
+	}
+	defer rows.Close()
+	out := make(map[int64]Hit, len(ids))
+	for rows.Next() {
+		var h Hit
+		var id, at int64
+		var ref string
+		if err := rows.Scan(&id, &h.Kind, &ref, &h.Line, &h.Role, &at, &h.Snippet); err != nil {
+			return nil, fmt.Errorf("%w: search: %w", ErrIndex, err)
+		}
+		h.At = time.Unix(0, at).UTC()
+		switch h.Kind {
+		case KindNote:
+			h.Path = ref
+		case KindHistory:
+			h.Path, h.Conversation = "HISTORY.md", ref
+		default:
+			h.Conversation = ref
+		}
+		out[id] = h
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("%w: search: %w", ErrIndex, err)
+	}
+	return out, nil
+}
+
 // searchStmts are the search's statements, prepared once: parsing them
 // was a fifth of a search's time.
-type searchStmts struct{ floor, rank *sql.Stmt }
+type searchStmts struct{ floor, rank, rankSince, describe *sql.Stmt }
 
 func prepareSearch(ctx context.Context, db *sql.DB) (searchStmts, error) {
 	var s searchStmts
@@ -165,12 +208,16 @@ func prepareSearch(ctx context.Context, db *sql.DB) (searchStmts, error) {
 		sql string
 	}{
 		{&s.floor, `SELECT rowid FROM memindex_fts WHERE memindex_fts MATCH ? ORDER BY rowid DESC LIMIT 1 OFFSET ?`},
-		// ORDER BY rank is FTS5's own: it scores the candidates once, and
-		// snippet() runs only for the rows returned.
-		{&s.rank, `SELECT d.kind, d.ref, d.line, d.role, d.at, snippet(f.memindex_fts, 0, ?, ?, '…', ?), f.rank
-			FROM memindex_fts f JOIN memindex_docs d ON d.id = f.rowid
+		{&s.rank, `SELECT rowid, rank FROM memindex_fts WHERE memindex_fts MATCH ? AND rowid >= ?
+			ORDER BY rank, rowid DESC LIMIT ?`},
+		{&s.rankSince, `SELECT f.rowid, f.rank FROM memindex_fts f JOIN memindex_docs d ON d.id = f.rowid
 			WHERE f.memindex_fts MATCH ? AND f.rowid >= ? AND d.at >= ?
-			ORDER BY f.rank LIMIT ?`},
+			ORDER BY f.rank, f.rowid DESC LIMIT ?`},
+		// One walk over the ranked rows' rowid range: "+" keeps the IN from
+		// driving the FTS table, which would re-open the query per row.
+		{&s.describe, `SELECT f.rowid, d.kind, d.ref, d.line, d.role, d.at, snippet(f.memindex_fts, 0, ?, ?, '…', ?)
+			FROM memindex_fts f JOIN memindex_docs d ON d.id = f.rowid
+			WHERE f.memindex_fts MATCH ? AND f.rowid BETWEEN ? AND ? AND +f.rowid IN (SELECT value FROM json_each(?))`},
 	} {
 		st, err := db.PrepareContext(ctx, p.sql)
 		if err != nil {
