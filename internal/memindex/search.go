@@ -57,9 +57,10 @@ func (h Hit) Source() string {
 }
 
 // Search brings the index up to date and returns the best hits for q:
-// every word must match (a prefix, for words of three letters or more);
-// when none does, any word may. Ranking is FTS5's bm25 over the newest
-// maxCandidates matches, newer first among equals. A passage in both HISTORY.md and its session is one hit.
+// every word must match (stemmed: "dentists" finds "dentist"); when
+// none does, any word may. Ranking is FTS5's bm25 over the newest
+// maxCandidates matches, newer first among equals. A passage in both
+// HISTORY.md and its session is one hit, the HISTORY.md line.
 func (ix *Index) Search(ctx context.Context, q Query) ([]Hit, error) {
 	terms := Terms(q.Text)
 	if len(terms) == 0 {
@@ -145,16 +146,23 @@ func (ix *Index) match(ctx context.Context, expr string, q Query) ([]Hit, error)
 			hits = append(hits, h)
 		}
 	}
-	var out []Hit
-	seen := map[string]bool{}
+	// HISTORY.md and the session store both keep each message of a turn,
+	// stamped with the same instant: the HISTORY.md line is the one shown,
+	// a file the owner can open at that line.
+	key := func(h Hit) string {
+		return h.At.Truncate(time.Second).String() + "\x00" + strings.Join(strings.Fields(h.Snippet), " ")
+	}
+	inHistory := map[string]bool{}
 	for _, h := range hits {
-		// HISTORY.md and the session store both keep each message of a
-		// turn, stamped with the same instant.
-		key := h.At.Truncate(time.Second).String() + "\x00" + strings.Join(strings.Fields(h.Snippet), " ")
-		if h.Kind != KindNote && seen[key] {
+		if h.Kind == KindHistory {
+			inHistory[key(h)] = true
+		}
+	}
+	var out []Hit
+	for _, h := range hits {
+		if h.Kind == KindSession && inHistory[key(h)] {
 			continue
 		}
-		seen[key] = true
 		out = append(out, h)
 		if len(out) == q.Limit {
 			break
