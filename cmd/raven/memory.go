@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
+	"os"
 	"strings"
 	"time"
 
@@ -62,6 +64,9 @@ no passage has them all, any word may. Quotes and operators are plain text.
 			if err != nil {
 				return usageErr(err)
 			}
+			if len(memindex.Terms(query)) == 0 {
+				return usageErr(memindex.ErrEmptyQuery)
+			}
 			if limit < 1 || limit > memindex.MaxLimit {
 				return usageErr(fmt.Errorf("--limit must be 1..%d", memindex.MaxLimit))
 			}
@@ -70,6 +75,9 @@ no passage has them all, any word may. Quotes and operators are plain text.
 				hits, err = ix.Search(cmd.Context(), memindex.Query{Text: query, Since: from, Limit: limit})
 				return err
 			})
+			if errors.Is(err, errNoDataDir) {
+				err = nil
+			}
 			if errors.Is(err, memindex.ErrEmptyQuery) {
 				return usageErr(err)
 			}
@@ -111,6 +119,9 @@ func newMemoryLogCmd(g *globals) *cobra.Command {
 				log, err = w.Log(cmd.Context(), limit)
 				return err
 			})
+			if errors.Is(err, errNoDataDir) {
+				log, err = []memindex.Written{}, nil
+			}
 			if err != nil {
 				return err
 			}
@@ -137,11 +148,18 @@ func newMemoryLogCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
+// errNoDataDir: there is no data dir, so nothing to search or list (and
+// none is created for a mistyped --data-dir).
+var errNoDataDir = errors.New("no data dir")
+
 // withMemory opens the data dir's memory index and writer for one command.
 func withMemory(ctx context.Context, g *globals, fn func(*memindex.Index, *memindex.Writer) error) error {
 	p, err := g.paths()
 	if err != nil {
 		return err
+	}
+	if _, err := os.Stat(p.Root); errors.Is(err, fs.ErrNotExist) {
+		return errNoDataDir
 	}
 	db, err := sqlitedb.Open(p.DB())
 	if err != nil {
