@@ -13,7 +13,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/raven-agent/raven/internal/clock"
 	"github.com/raven-agent/raven/internal/session"
 	"github.com/raven-agent/raven/internal/spine"
 	"github.com/raven-agent/raven/internal/sqlitedb"
@@ -91,7 +90,6 @@ type Options struct {
 	Sessions     SessionSource
 	MaxNoteBytes int64
 	MaxNotes     int
-	Clock        clock.Clock
 	Logger       *slog.Logger
 }
 
@@ -135,9 +133,6 @@ func Open(ctx context.Context, o Options) (*Index, error) {
 	}
 	if o.MaxNotes <= 0 {
 		o.MaxNotes = DefaultMaxNotes
-	}
-	if o.Clock == nil {
-		o.Clock = clock.Real()
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)

@@ -17,7 +17,7 @@ import (
 // `raven memory` commands open it the same way.
 func OpenMemory(ctx context.Context, p config.Paths, db *sql.DB, sessions *session.Store, clk clock.Clock, log *slog.Logger) (*memindex.Index, *memindex.Writer, error) {
 	ix, err := memindex.Open(ctx, memindex.Options{DB: db, HistoryPath: p.History(), Workspace: p.Workspace(), Sessions: sessions,
-		Clock: clk, Logger: log})
+		Logger: log})
 	if err != nil {
 		return nil, nil, err
 	}
