@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/chzyer/readline"
 	"github.com/spf13/cobra"
 
 	"github.com/raven-agent/raven/internal/channels"
@@ -27,6 +28,7 @@ var errNoTerminalAnswer = errors.New("chat -m: Raven asked a question, but stdin
 
 func newChatCmd(g *globals) *cobra.Command {
 	var message string
+	var noStream bool
 	var bind chatBinding
 	cmd := &cobra.Command{
 		Use:   "chat",
@@ -48,6 +50,9 @@ no terminal and nothing on stdin the command fails at once.`,
 			p, cfg, err := g.loadConfig()
 			if err != nil {
 				return err
+			}
+			if noStream {
+				cfg.Agent.Stream = false
 			}
 			// Keep routine logs off the conversation.
 			log := quietLogger(os.Stderr, cfg)
@@ -80,6 +85,7 @@ no terminal and nothing on stdin the command fails at once.`,
 		},
 	}
 	cmd.Flags().StringVarP(&message, "message", "m", "", "send one message, print the reply, exit")
+	cmd.Flags().BoolVar(&noStream, "no-stream", false, "print each reply whole when it is complete (config agent.stream)")
 	cmd.Flags().StringVar(&bind.workspace, "workspace", "", "directory this owner session works in (default: where chat started, unless that is the data dir)")
 	cmd.Flags().StringVar(&bind.native, "native", "", "attach as the native seat of conversation CONV (channel:chat_id): claims it at start, releases it at exit")
 	return cmd
@@ -87,6 +93,7 @@ no terminal and nothing on stdin the command fails at once.`,
 
 func repl(ctx context.Context, rt *runtime.Runtime, conv string, cmd *cobra.Command) error {
 	p := rt.Paths()
+	view := &lateView{}
 	r, err := chat.New(chat.Options{
 		Conversation: conv,
 		Dispatch: func(ctx context.Context, req spine.TurnRequest) (*spine.Ticket, error) {
@@ -96,6 +103,7 @@ func repl(ctx context.Context, rt *runtime.Runtime, conv string, cmd *cobra.Comm
 		Cancel:      rt.Scheduler().Cancel,
 		HistoryFile: p.ChatHistory(),
 		Stdin:       os.Stdin, Stdout: cmd.OutOrStdout(), Stderr: cmd.ErrOrStderr(),
+		View: view,
 	})
 	if err != nil {
 		return err
@@ -105,7 +113,8 @@ func repl(ctx context.Context, rt *runtime.Runtime, conv string, cmd *cobra.Comm
 	} else {
 		fmt.Fprintf(r.Stdout(), "Raven on %s. Ctrl-C cancels a running turn, Ctrl-D exits.\n", rt.Provider().Name())
 	}
-	out := channels.NewCLI(r.Stdout())
+	out := channels.NewStreamingCLI(r.Stdout(), channels.CLIStream{Redraw: r.Terminal(), Busy: r.Terminal()})
+	view.set(out)
 	// The REPL is this runtime's surface for cli:direct: replies, nudges and
 	// the outbox's waiting items are shown here.
 	detach, err := rt.AttachOwner(ctx, conv, out)
@@ -132,7 +141,8 @@ func oneShot(ctx context.Context, rt *runtime.Runtime, conv, message string, cmd
 	if strings.TrimSpace(message) == "" {
 		return usageErr(errors.New("chat -m: empty message"))
 	}
-	term := &oneShotTerminal{rt: rt, conv: conv, in: cmd.InOrStdin(), out: channels.NewCLI(cmd.OutOrStdout()), w: cmd.OutOrStdout()}
+	out := channels.NewStreamingCLI(cmd.OutOrStdout(), channels.CLIStream{Busy: isTerminal(cmd.OutOrStdout())})
+	term := &oneShotTerminal{rt: rt, conv: conv, in: cmd.InOrStdin(), out: out, w: cmd.OutOrStdout()}
 	detach, err := rt.Attach(ctx, conv, term)
 	if err != nil {
 		return err
@@ -143,7 +153,11 @@ func oneShot(ctx context.Context, rt *runtime.Runtime, conv, message string, cmd
 	if err != nil {
 		return err
 	}
+	out.Begin()
 	res, err := tk.Wait(ctx)
+	if err != nil || res.Err != nil || term.failed() != nil {
+		out.Abort()
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			// Ctrl-C: the owner stopped it, as Ctrl-C in the REPL does —
@@ -163,7 +177,9 @@ func oneShot(ctx context.Context, rt *runtime.Runtime, conv, message string, cmd
 		}
 		return res.Err
 	}
-	fmt.Fprintln(cmd.OutOrStdout(), res.Reply)
+	if err := out.Finish(res.Reply); err != nil {
+		return err
+	}
 	waitBackground(ctx, rt, cmd.ErrOrStderr())
 	if rt.Provider() == nil {
 		// The reply explained how to set one; the one-shot still failed.
@@ -215,6 +231,9 @@ type oneShotTerminal struct {
 	askErr error
 }
 
+// Stream shows the reply while it is written.
+func (t *oneShotTerminal) Stream(ctx context.Context, d spine.Delta) { t.out.Stream(ctx, d) }
+
 func (t *oneShotTerminal) Deliver(ctx context.Context, m spine.Message) error {
 	if m.Reply {
 		return nil // printed by oneShot from the ticket
@@ -252,4 +271,42 @@ func (t *oneShotTerminal) failed() error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.askErr
+}
+
+// lateView is the REPL's chat.TurnView: the outlet it forwards to needs
+// the REPL's own writer, so it is set once both exist.
+type lateView struct {
+	mu  sync.Mutex
+	out *channels.CLI
+}
+
+func (v *lateView) set(out *channels.CLI) {
+	v.mu.Lock()
+	v.out = out
+	v.mu.Unlock()
+}
+
+func (v *lateView) get() *channels.CLI {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.out
+}
+
+func (v *lateView) Begin() {
+	if out := v.get(); out != nil {
+		out.Begin()
+	}
+}
+
+func (v *lateView) Abort() {
+	if out := v.get(); out != nil {
+		out.Abort()
+	}
+}
+
+// isTerminal reports whether w is a terminal, where a busy indicator helps
+// rather than litters.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && readline.IsTerminal(int(f.Fd()))
 }

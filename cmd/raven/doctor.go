@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -26,7 +27,10 @@ func newDoctorCmd(g *globals) *cobra.Command {
 			if cerr == nil && g.model != "" {
 				cfg.Model = g.model
 			}
-			checks := doctor.Run(cmd.Context(), doctor.Options{Paths: p, Config: cfg, ConfigErr: cerr, ModelEndpoint: runtime.ProbeEndpoint})
+			servers, closeMCP := doctorMCP(cmd, p, cfg, cerr)
+			defer closeMCP()
+			checks := doctor.Run(cmd.Context(), doctor.Options{Paths: p, Config: cfg, ConfigErr: cerr, ModelEndpoint: runtime.ProbeEndpoint,
+				MCP: servers})
 			failed := false
 			for _, c := range checks {
 				failed = failed || c.Status == doctor.Fail
@@ -53,3 +57,25 @@ func newDoctorCmd(g *globals) *cobra.Command {
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the checks as JSON")
 	return cmd
 }
+
+// doctorMCP is the MCP client doctor starts each configured server with:
+// the runtime's, built without a model or loops. A runtime that cannot be
+// built fails every server's check with its error.
+func doctorMCP(cmd *cobra.Command, p config.Paths, cfg config.Config, cerr error) (doctor.MCPServers, func()) {
+	if cerr != nil || len(cfg.MCP.Servers) == 0 {
+		return nil, func() {}
+	}
+	rt, err := runtime.Build(cmd.Context(), runtime.Options{Paths: p, Config: cfg, NoModel: true, Logger: quietLogger(cmd.ErrOrStderr(), cfg)})
+	if err != nil {
+		return brokenMCP{names: cfg.MCP.Names(), err: err}, func() {}
+	}
+	return rt.MCP(), func() { rt.Close(context.WithoutCancel(cmd.Context())) }
+}
+
+type brokenMCP struct {
+	names []string
+	err   error
+}
+
+func (b brokenMCP) Names() []string                            { return b.names }
+func (b brokenMCP) Check(context.Context, string) (int, error) { return 0, b.err }

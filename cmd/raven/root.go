@@ -34,7 +34,7 @@ func newRootCmd() *cobra.Command {
 	// Each command group lives in its own file; add yours here.
 	root.AddCommand(
 		newVersionCmd(), newOnboardCmd(g), newConfigCmd(g), newChatCmd(g), newDoctorCmd(g), newGatewayCmd(g), newTUICmd(g),
-		newConversationsCmd(g), newCronCmd(g), newHeartbeatCmd(g), newSentinelCmd(g), newNudgesCmd(g), newAuthCmd(g), newDemoCmd(g),
+		newConversationsCmd(g), newCronCmd(g), newHeartbeatCmd(g), newSentinelCmd(g), newNudgesCmd(g), newAuthCmd(g), newDemoCmd(g), newSimulateCmd(g),
 		newInboxCmd(g), newAttentionCmd(g),
 	)
 	root.AddCommand(newApprovalsCmd(g))
@@ -42,6 +42,7 @@ func newRootCmd() *cobra.Command {
 	root.AddCommand(newUsageCmd(g))
 	root.AddCommand(newMemoryCmd(g))
 	root.AddCommand(newSandboxExecCmd())
+	root.AddCommand(newMCPCmd(g))
 	return root
 }
 

@@ -64,6 +64,9 @@ type Config struct {
 	Model          string
 	// ToolTimeout bounds one tool call's work (0: no bound).
 	ToolTimeout time.Duration
+	// Stream shows user-facing replies on Options.Stream while the model
+	// writes them.
+	Stream bool
 }
 
 // Options are the loop's dependencies.
@@ -78,6 +81,9 @@ type Options struct {
 	Clock       clock.Clock
 	Logger      *slog.Logger
 	Config      Config
+	// Stream receives the deltas of user-facing replies (the hub); nil
+	// streams nothing.
+	Stream spine.Streamer
 }
 
 // Agent runs turns.
@@ -188,6 +194,7 @@ func (a *Agent) RunTurn(ctx context.Context, t *spine.Turn) (string, error) {
 		origin = string(req.Origin)
 	}
 	callCtx := llm.WithCallTag(ctx, llm.CallTag{Origin: origin, Conversation: conv})
+	onDelta := a.deltas(ctx, req)
 	for i := 0; i < a.o.Config.MaxIterations; i++ {
 		// Mid-turn user input: merge what arrived since the last model call.
 		for _, inj := range t.Drain() {
@@ -198,6 +205,7 @@ func (a *Agent) RunTurn(ctx context.Context, t *spine.Turn) (string, error) {
 		}
 		resp, err := a.o.Provider.Chat(callCtx, llm.Request{
 			Model: a.o.Config.Model, Messages: msgs, Tools: toolDefs, MaxTokens: a.o.Config.MaxTokens,
+			OnDelta: onDelta,
 		})
 		if err != nil {
 			a.persist(ctx, req, fresh)
@@ -209,6 +217,9 @@ func (a *Agent) RunTurn(ctx context.Context, t *spine.Turn) (string, error) {
 		if len(resp.ToolCalls) == 0 {
 			reply, done = resp.Content, true
 			break
+		}
+		if onDelta != nil {
+			a.streamToolCalls(ctx, req, resp.ToolCalls)
 		}
 		for _, call := range resp.ToolCalls {
 			out, err := a.runTool(ctx, call)

@@ -23,7 +23,14 @@ type FileConfig struct {
 	// ToolTimeout bounds one tool call's work (ask_user's wait for the
 	// owner is not counted: it has its own budget).
 	ToolTimeout configtype.Duration `json:"tool_timeout"`
+	// Stream shows replies on the surfaces that can (chat, TUI, Telegram)
+	// while the model writes them; `raven chat --no-stream` turns it off
+	// for one run.
+	Stream bool `json:"stream"`
 }
+
+// DefaultStream is agent.stream's default: replies stream.
+const DefaultStream = true
 
 // DefaultFileConfig returns the documented defaults.
 func DefaultFileConfig() FileConfig {
@@ -34,6 +41,7 @@ func DefaultFileConfig() FileConfig {
 		RecentMessages:   DefaultRecentMessages,
 		MaxTokens:        DefaultMaxTokens,
 		ToolTimeout:      configtype.Duration(DefaultToolTimeout),
+		Stream:           DefaultStream,
 	}
 }
 

@@ -18,8 +18,11 @@ const ProactiveMarker = "⚑ [raven, unprompted] "
 // CLI is the outlet of the interactive terminal: it writes each message as
 // one block to w. Safe for concurrent use.
 type CLI struct {
-	mu sync.Mutex
-	w  io.Writer
+	mu   sync.Mutex
+	w    io.Writer
+	o    CLIStream
+	st   cliStreamState
+	werr error
 }
 
 // NewCLI returns a CLI outlet writing to w.
@@ -30,6 +33,10 @@ func (c *CLI) Deliver(_ context.Context, m spine.Message) error {
 	text := FormatInteractive(m)
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if m.Reply && !m.Proactive {
+		return c.finish(text)
+	}
+	c.endLine()
 	if _, err := io.WriteString(c.w, text+"\n"); err != nil {
 		return fmt.Errorf("channels: cli write: %w", err)
 	}

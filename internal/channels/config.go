@@ -71,6 +71,13 @@ type TelegramConfig struct {
 	// APIURL overrides the Bot API base URL (default Telegram's), for a
 	// self-hosted Bot API server or a local fake in tests.
 	APIURL string `json:"api_url,omitempty"`
+	// Stream sends a reply's first words at once and edits the message as
+	// it grows (when agent.stream is on); false sends each reply once,
+	// whole, when it is complete.
+	Stream bool `json:"stream"`
+	// StreamInterval is the least time between two edits of a streamed
+	// reply (Telegram rate-limits edits).
+	StreamInterval configtype.Duration `json:"stream_interval"`
 }
 
 // DefaultConfig returns the documented defaults (every channel off).
@@ -83,6 +90,7 @@ func DefaultConfig() Config {
 			MaxBody:     DefaultWebhookMaxBody,
 			MaxAttempts: DefaultWebhookMaxAttempts,
 		},
+		Telegram: TelegramConfig{Stream: true, StreamInterval: configtype.Duration(DefaultTelegramStreamInterval)},
 	}
 }
 
@@ -130,6 +138,8 @@ func (c Config) Validate() error {
 		return configtype.Invalid("webhook.max_body", "must be 256..16777216 bytes")
 	case w.MaxAttempts < 1 || w.MaxAttempts > 20:
 		return configtype.Invalid("webhook.max_attempts", "must be 1..20")
+	case c.Telegram.StreamInterval.D() < 500*time.Millisecond || c.Telegram.StreamInterval.D() > time.Minute:
+		return configtype.Invalid("telegram.stream_interval", "must be 500ms..1m")
 	}
 	if w.Enabled || w.Listen != "" {
 		if _, _, err := net.SplitHostPort(w.Listen); err != nil {

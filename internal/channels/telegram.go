@@ -55,6 +55,11 @@ type TelegramOptions struct {
 	Log         *slog.Logger
 	// SkipGetMe skips the token check at construction (tests).
 	SkipGetMe bool
+	// Stream sends a reply's first words as a message and edits it as the
+	// reply grows, at most once per StreamInterval (default
+	// DefaultTelegramStreamInterval); false sends the reply once, whole.
+	Stream         bool
+	StreamInterval time.Duration
 }
 
 // Telegram receives messages by long polling and delivers replies and
@@ -68,7 +73,8 @@ type Telegram struct {
 
 	mu      sync.Mutex
 	refused map[int64]bool
-	learned map[int64]bool // chats an allowed user wrote from
+	learned map[int64]bool
+	live    map[int64]*liveReply // replies being streamed, by chat // chats an allowed user wrote from
 }
 
 // NewTelegram builds the bot. Unless SkipGetMe, it checks the token with
@@ -86,6 +92,9 @@ func NewTelegram(o TelegramOptions) (*Telegram, error) {
 	if o.PollTimeout <= 0 {
 		o.PollTimeout = 50 * time.Second
 	}
+	if o.StreamInterval <= 0 {
+		o.StreamInterval = DefaultTelegramStreamInterval
+	}
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
@@ -96,6 +105,7 @@ func NewTelegram(o TelegramOptions) (*Telegram, error) {
 		allowChat: make(map[int64]bool, len(o.AllowFrom)+len(o.AllowChats)),
 		refused:   make(map[int64]bool),
 		learned:   make(map[int64]bool),
+		live:      make(map[int64]*liveReply),
 	}
 	for _, id := range o.AllowFrom {
 		t.allow[id] = true
@@ -219,7 +229,17 @@ func (t *Telegram) Deliver(ctx context.Context, m spine.Message) error {
 		t.o.Log.Warn("telegram: delivery to a chat not on the allow-list refused", "chat_id", chatID, "origin", string(m.Origin), "proactive", m.Proactive)
 		return fmt.Errorf("%w: chat %d (add it to channels.telegram.allow_chats)", ErrChatNotAllowed, chatID)
 	}
-	for i, piece := range SplitMessage(m.Content, TelegramLimit) {
+	pieces := SplitMessage(m.Content, TelegramLimit)
+	if m.Reply {
+		if msgID := t.endLive(chatID); msgID != 0 {
+			// The streamed message becomes the reply's first piece.
+			if err := t.finalEdit(ctx, chatID, msgID, pieces); err != nil {
+				return fmt.Errorf("channels: telegram edit %d in %d: %w", msgID, chatID, err)
+			}
+			pieces = pieces[1:]
+		}
+	}
+	for i, piece := range pieces {
 		if strings.TrimSpace(piece) == "" {
 			continue
 		}

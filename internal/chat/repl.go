@@ -33,6 +33,15 @@ type Options struct {
 	Stdin       io.ReadCloser
 	Stdout      io.Writer
 	Stderr      io.Writer
+	// View, if set, is told when a turn starts and when one fails, so a
+	// streaming outlet can show its busy indicator and end a cut reply.
+	View TurnView
+}
+
+// TurnView is the part of the terminal outlet that follows a turn.
+type TurnView interface {
+	Begin()
+	Abort()
 }
 
 // REPL is an interactive session.
@@ -62,6 +71,10 @@ func New(o Options) (*REPL, error) {
 	}
 	return &REPL{o: o, rl: rl}, nil
 }
+
+// Terminal reports whether the REPL runs on a terminal, where readline
+// redraws its prompt around every write.
+func (r *REPL) Terminal() bool { return r.rl.Config.FuncIsTerminal() }
 
 // Stdout is where asynchronous output (replies, proactive messages) goes.
 func (r *REPL) Stdout() io.Writer { return r.rl.Stdout() }
@@ -125,6 +138,9 @@ func (r *REPL) Run(ctx context.Context) error {
 			continue
 		}
 		if tk != nil {
+			if r.o.View != nil {
+				r.o.View.Begin()
+			}
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
@@ -139,6 +155,9 @@ func (r *REPL) report(ctx context.Context, tk *spine.Ticket) {
 	res, err := tk.Wait(ctx)
 	if err != nil || res.Err == nil {
 		return
+	}
+	if r.o.View != nil {
+		r.o.View.Abort()
 	}
 	if cancelled(res.Err) {
 		// Ctrl-C already said "(cancelled)"; a turn stopped because the

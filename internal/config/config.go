@@ -15,6 +15,7 @@ import (
 	"github.com/raven-agent/raven/internal/cron"
 	"github.com/raven-agent/raven/internal/heartbeat"
 	"github.com/raven-agent/raven/internal/llm/providers"
+	"github.com/raven-agent/raven/internal/mcp"
 	"github.com/raven-agent/raven/internal/sentinel"
 	"github.com/raven-agent/raven/internal/strictjson"
 	"github.com/raven-agent/raven/internal/usage"
@@ -35,8 +36,13 @@ type Config struct {
 	Usage     UsageConfig     `json:"usage"`
 	Gateway   GatewayConfig   `json:"gateway"`
 	Channels  ChannelsConfig  `json:"channels"`
+	MCP       MCPConfig       `json:"mcp"`
 	Log       LogConfig       `json:"log"`
 }
+
+// MCPConfig is the "mcp" section (MCP servers); package mcp owns it and
+// its defaults.
+type MCPConfig = mcp.Config
 
 // ProvidersConfig is the "providers" section; package providers owns it
 // and its defaults.
@@ -67,6 +73,7 @@ func Default() Config {
 		Usage:     usage.DefaultConfig(),
 		Gateway:   defaultGateway(),
 		Channels:  channels.DefaultConfig(),
+		MCP:       mcp.DefaultConfig(),
 		Log:       LogConfig{Format: "text", Level: "info"},
 	}
 }
@@ -196,6 +203,9 @@ func (c *Config) Validate() error {
 		return err
 	}
 	if err := c.Gateway.validate(); err != nil {
+		return err
+	}
+	if err := section("mcp", c.MCP.Validate()); err != nil {
 		return err
 	}
 	return nil

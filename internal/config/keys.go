@@ -27,6 +27,11 @@ type Key struct {
 
 	index []int
 	typ   reflect.Type
+	// entry and sub locate a key inside one entry of a map of sections
+	// (mcp.servers.NAME.command): the map's key, and the field's index in
+	// the entry ("" and nil for every other key). See entryKey.
+	entry string
+	sub   []int
 }
 
 // scalarName names the leaf types whose Go kind says too little.
@@ -130,6 +135,9 @@ func LookupKey(name string) (Key, error) {
 			return k, nil
 		}
 	}
+	if k, ok, err := entryKey(keys, name); ok {
+		return k, err
+	}
 	if name == "" {
 		return Key{}, &Error{Msg: "empty key (known: " + strings.Join(childrenOf(keys, ""), ", ") + ")"}
 	}
@@ -174,13 +182,63 @@ func childrenOf(keys []Key, prefix string) []string {
 	return out
 }
 
-// value returns the key's field in cfg.
+// value returns the key's field in cfg (for a map entry's key, a copy:
+// the zero value when the entry does not exist).
 func (k Key) value(cfg *Config) reflect.Value {
-	return reflect.ValueOf(cfg).Elem().FieldByIndex(k.index)
+	v := reflect.ValueOf(cfg).Elem().FieldByIndex(k.index)
+	if k.entry == "" {
+		return v
+	}
+	e := v.MapIndex(reflect.ValueOf(k.entry))
+	if !e.IsValid() {
+		e = reflect.Zero(v.Type().Elem())
+	}
+	if k.sub != nil {
+		return e.FieldByIndex(k.sub)
+	}
+	return e
 }
 
-// JSON returns the key's value in cfg as JSON; an absent list is [].
+// entryKey resolves a name inside a map of sections, a key no schema walk
+// can list because the entries are the owner's (mcp.servers.NAME, or
+// mcp.servers.NAME.command): the entry as a whole is JSON, its fields have
+// their own types. ok is false when name is not under such a map.
+func entryKey(keys []Key, name string) (Key, bool, error) {
+	for _, m := range keys {
+		rest, found := strings.CutPrefix(name, m.Name+".")
+		t := m.typ
+		if !found || t.Kind() != reflect.Map || t.Key().Kind() != reflect.String || t.Elem().Kind() != reflect.Struct {
+			continue
+		}
+		entry, field, _ := strings.Cut(rest, ".")
+		if entry == "" {
+			return Key{}, true, &Error{Key: name, Msg: "empty entry name"}
+		}
+		k := Key{Name: name, Type: "JSON", Secret: m.Secret, index: m.index, typ: t.Elem(), entry: entry}
+		if field == "" {
+			return k, true, nil
+		}
+		var fields []Key
+		collect(t.Elem(), "", nil, &fields)
+		known := make([]string, 0, len(fields))
+		for _, f := range fields {
+			if f.Name == field {
+				k.Type, k.Secret, k.typ, k.sub = f.Type, f.Secret, f.typ, f.index
+				return k, true, nil
+			}
+			known = append(known, f.Name)
+		}
+		return Key{}, true, &Error{Key: name, Msg: "unknown key (known here: " + strings.Join(known, ", ") + ")"}
+	}
+	return Key{}, false, nil
+}
+
+// JSON returns the key's value in cfg as JSON; an absent list is [], an
+// absent map entry null.
 func (k Key) JSON(cfg Config) json.RawMessage {
+	if k.entry != "" && k.sub == nil && !reflect.ValueOf(cfg).FieldByIndex(k.index).MapIndex(reflect.ValueOf(k.entry)).IsValid() {
+		return json.RawMessage("null")
+	}
 	v := k.value(&cfg)
 	if v.Kind() == reflect.Slice && v.IsNil() {
 		return json.RawMessage("[]")

@@ -36,6 +36,7 @@ var keyCases = map[string]keyCase{
 	"agent.system_prompt":                       {good: "You are terse.", free: true},
 	"agent.max_iterations":                      {bad: "0"},
 	"agent.memory_bytes":                        {good: "4096", bad: "10"},
+	"agent.stream":                              {good: "false", bad: "sometimes"},
 	"tools.exec.deny":                           {good: "rm -rf,shutdown", bad: "[1,2]"},
 	"tools.exec.unsandboxed":                    {good: "approve", bad: "yes"},
 	"tools.exec.approval_ttl":                   {good: "5m", bad: "1s"},
@@ -100,6 +101,10 @@ var keyCases = map[string]keyCase{
 	"channels.telegram.allow_from":              {good: "42,43", bad: "-5"},
 	"channels.telegram.allow_chats":             {good: "-1001234,-1005678", bad: "0"},
 	"channels.telegram.api_url":                 {good: "http://127.0.0.1:8081", bad: "localhost:8081"},
+	"channels.telegram.stream":                  {good: "false", bad: "edits"},
+	"channels.telegram.stream_interval":         {good: "3s", bad: "10ms"},
+	"mcp.servers":                               {good: `{"fs":{"command":"/usr/bin/mcp-fs","args":["--root","."]},"web":{"url":"https://mcp.example.com/mcp","headers":{"Authorization":"Bearer x"}}}`, bad: `{"Bad Name":{"command":"x"}}`},
+	"mcp.call_timeout":                          {good: "30s", bad: "1ms"},
 	"log.format":                                {good: "json", bad: "xml"},
 	"usage.caps":                                {good: `{"sentinel":{"daily_tokens":100000,"monthly_usd":5}}`, bad: `{"nobody":{"daily_tokens":1}}`},
 	"usage.prices":                              {good: `{"openai/gpt-4o-mini":{"input":0.15,"output":0.6,"cached":0.075}}`, bad: `{"openai/gpt-4o-mini":{"input":-1,"output":0}}`},
@@ -323,5 +328,55 @@ func TestApplyTakesOnlyNamedKeys(t *testing.T) {
 	}
 	if _, err := Apply(base, next, []string{"no.such.key"}); err == nil {
 		t.Fatal("Apply accepted an unknown key")
+	}
+}
+
+// TestMapEntryKeys: the entries of a map of sections (mcp.servers.NAME)
+// are reached field by field, validated as a whole, and unset one by one.
+func TestMapEntryKeys(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "config.json")
+	steps := []struct{ key, value string }{
+		{"mcp.servers.fs.command", "/usr/bin/mcp-fs"},
+		{"mcp.servers.fs.args", "--root,."},
+		{"mcp.servers.fs.call_timeout", "5s"},
+		{"mcp.servers.web", `{"url":"https://mcp.example.com/mcp"}`},
+	}
+	for _, s := range steps {
+		if err := Set(p, s.key, s.value); err != nil {
+			t.Fatalf("set %s: %v", s.key, err)
+		}
+	}
+	cfg, err := Load(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs := cfg.MCP.Servers["fs"]
+	if fs.Command != "/usr/bin/mcp-fs" || strings.Join(fs.Args, " ") != "--root ." || fs.CallTimeout.D() != 5*time.Second || cfg.MCP.Servers["web"].URL == "" {
+		t.Fatalf("servers = %+v", cfg.MCP.Servers)
+	}
+	if v, err := Get(cfg, "mcp.servers.fs.command"); err != nil || v != "/usr/bin/mcp-fs" {
+		t.Fatalf("get = %v %v", v, err)
+	}
+	if k, err := LookupKey("mcp.servers.fs.command"); err != nil || k.Type != "string" || k.Secret {
+		t.Fatalf("command key = %+v %v", k, err)
+	}
+	k, err := LookupKey("mcp.servers.fs.env")
+	if err != nil || k.Type != "JSON" || !k.Secret {
+		t.Fatalf("env key = %+v %v", k, err)
+	}
+	// A field that would make the entry invalid is refused, naming it.
+	err = Set(p, "mcp.servers.fs.url", "https://x.example.com")
+	var ce *Error
+	if !errors.As(err, &ce) || !strings.Contains(err.Error(), `server "fs"`) || !strings.Contains(err.Error(), "not both") {
+		t.Fatalf("set url beside command: %v", err)
+	}
+	if _, err := LookupKey("mcp.servers.fs.nope"); err == nil || !strings.Contains(err.Error(), "known here: command, args") {
+		t.Fatalf("unknown field: %v", err)
+	}
+	if err := Unset(p, "mcp.servers.web"); err != nil {
+		t.Fatal(err)
+	}
+	if cfg, _ = Load(p); len(cfg.MCP.Servers) != 1 {
+		t.Fatalf("after unset: %+v", cfg.MCP.Servers)
 	}
 }

@@ -47,6 +47,8 @@ type Options struct {
 	ModelEndpoint func(cfg config.Config) (url string, header http.Header)
 	// Sandbox probes the exec sandbox (default sandbox.Detect).
 	Sandbox func() sandbox.Mode
+	// MCP starts each configured MCP server once (nil: not checked).
+	MCP MCPServers
 }
 
 // Run performs every check.
@@ -62,6 +64,7 @@ func Run(ctx context.Context, o Options) []Check {
 	out = append(out, operatorToken(o.Paths))
 	out = append(out, sandboxMode(o))
 	out = append(out, silentSpend(ctx, o.Paths, time.Now()))
+	out = append(out, mcpServers(ctx, o)...)
 	return out
 }
 

@@ -21,6 +21,16 @@ func (s connSurface) Deliver(_ context.Context, m spine.Message) error {
 		Content: m.Content, Origin: string(m.Origin), Proactive: m.Proactive, Reply: m.Reply})
 }
 
+// Stream sends a reply delta as chat.delta; the whole reply still follows
+// as chat.message.
+func (s connSurface) Stream(_ context.Context, d spine.Delta) {
+	cd := api.ChatDelta{Conversation: spine.ConversationKey(d.Channel, d.ChatID), Text: d.Text}
+	if d.Tool != nil {
+		cd.Tool = &api.ToolNote{Name: d.Tool.Name, Arguments: d.Tool.Arguments}
+	}
+	controlapi.Notify(s.n, api.NotifyChatDelta, cd) // a dead connection is detached when Done closes
+}
+
 // tuiSurface is a TUI connection: it also draws ask_user questions itself
 // from clarify.request, so they are not sent to it as text.
 type tuiSurface struct{ connSurface }

@@ -74,7 +74,8 @@ func (g *Gateway) startChannels(o DaemonOptions) error {
 	}
 	if tc := cc.Telegram; tc.Enabled {
 		tg, err := channels.NewTelegram(channels.TelegramOptions{Token: tc.EffectiveToken(os.Getenv), AllowFrom: tc.AllowFrom, AllowChats: tc.AllowChats,
-			ServerURL: firstNonEmpty(o.TelegramServerURL, tc.APIURL), Inbound: inbound, Clock: clk, Log: log.With("channel", "telegram")})
+			ServerURL: firstNonEmpty(o.TelegramServerURL, tc.APIURL), Inbound: inbound, Clock: clk, Log: log.With("channel", "telegram"),
+			Stream: tc.Stream, StreamInterval: tc.StreamInterval.D()})
 		if err != nil {
 			return err
 		}

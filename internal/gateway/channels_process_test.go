@@ -154,7 +154,7 @@ func TestGatewayTelegram(t *testing.T) {
 	if s := bot.Next(t); s.ChatID != stranger || unescapeMarkdownV2(s.Text) != channels.TelegramRefusal {
 		t.Errorf("first send %+v, want the refusal to %d", s, stranger)
 	}
-	if s := bot.Next(t); s.ChatID != owner || unescapeMarkdownV2(s.Text) != "Hello owner, all is well." {
+	if s := bot.NextReply(t); s.ChatID != owner || unescapeMarkdownV2(s.Text) != "Hello owner, all is well." {
 		t.Errorf("second send %+v, want the reply to %d", s, owner)
 	}
 	if code, _ := gw.stop(t, syscall.SIGTERM, 15*time.Second); code != 0 {

@@ -71,7 +71,7 @@ func TestStartShutdownLeavesNoGoroutine(t *testing.T) {
 		t.Fatalf("chat.message %+v", m)
 	}
 	bot.Push(42, 42, "hello")
-	if s := bot.Next(t); s.Text != "telegram reply" {
+	if s := bot.NextReply(t); s.Text != "telegram reply" {
 		t.Fatalf("telegram send %+v", s)
 	}
 	c.Close()

@@ -58,6 +58,11 @@ type Request struct {
 	Temperature *float64 // nil means the provider default
 	// NoReasoning asks the provider not to spend reasoning effort (pinned by the planner).
 	NoReasoning bool
+	// OnDelta, when set, makes the call stream: it receives the response's
+	// fragments in order, on the calling goroutine, before Chat returns the
+	// assembled Response. It must not block. Providers that cannot stream
+	// may ignore it.
+	OnDelta func(Delta)
 }
 
 // Usage is the token accounting of one call. InputTokens counts every

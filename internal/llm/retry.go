@@ -76,10 +76,23 @@ type retrying struct {
 func (r *retrying) Name() string { return r.inner.Name() }
 
 func (r *retrying) Chat(ctx context.Context, req Request) (*Response, error) {
+	// A retry after the first delta would show the caller a second,
+	// different beginning of the reply: only a call that streamed nothing
+	// yet is retried.
+	started := false
+	if onDelta := req.OnDelta; onDelta != nil {
+		req.OnDelta = func(d Delta) {
+			started = true
+			onDelta(d)
+		}
+	}
 	for attempt := 1; ; attempt++ {
 		resp, err := r.inner.Chat(ctx, req)
 		if err == nil {
 			return resp, nil
+		}
+		if started {
+			return nil, fmt.Errorf("%w: %w", ErrStreamStarted, err)
 		}
 		var apiErr *APIError
 		if !errors.As(err, &apiErr) || !apiErr.Retryable() || ctx.Err() != nil {

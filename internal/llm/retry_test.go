@@ -180,3 +180,37 @@ func TestParseRetryAfter(t *testing.T) {
 		}
 	}
 }
+
+// streamStub writes one delta, then fails with err on its first call, and
+// streams "ok" after.
+type streamStub struct {
+	err   error
+	calls atomic.Int32
+}
+
+func (s *streamStub) Name() string { return "stub/stream" }
+
+func (s *streamStub) Chat(_ context.Context, req llm.Request) (*llm.Response, error) {
+	if s.calls.Add(1) == 1 {
+		req.OnDelta(llm.Delta{Text: "par"})
+		return nil, s.err
+	}
+	req.OnDelta(llm.Delta{Text: "ok"})
+	return &llm.Response{Content: "ok"}, nil
+}
+
+// TestWithRetryNotAfterFirstDelta: a retryable failure after the stream
+// started is returned, not retried, so the caller never sees two beginnings.
+func TestWithRetryNotAfterFirstDelta(t *testing.T) {
+	stub := &streamStub{err: llm.StreamError(context.Background(), "stub", "http://stub/chat", errors.New("connection reset"))}
+	p := llm.WithRetry(stub, llm.RetryConfig{Clock: clock.NewFake(t0)})
+	var got []string
+	_, err := p.Chat(context.Background(), llm.Request{OnDelta: func(d llm.Delta) { got = append(got, d.Text) }})
+	var apiErr *llm.APIError
+	if !errors.Is(err, llm.ErrStreamStarted) || !errors.Is(err, llm.ErrStreamBroken) || !errors.As(err, &apiErr) || !apiErr.Retryable() {
+		t.Fatalf("err = %v", err)
+	}
+	if stub.calls.Load() != 1 || len(got) != 1 {
+		t.Fatalf("%d calls, deltas %q", stub.calls.Load(), got)
+	}
+}

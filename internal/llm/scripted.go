@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/raven-agent/raven/internal/strictjson"
@@ -179,7 +180,27 @@ func (s *Scripted) Chat(ctx context.Context, req Request) (*Response, error) {
 		resp.ToolCalls = append([]ToolCall(nil), t.ToolCalls...)
 		resp.FinishReason = "tool_calls"
 	}
+	if req.OnDelta != nil {
+		streamScripted(resp, req.OnDelta)
+	}
 	return resp, nil
+}
+
+// streamScripted plays a scripted turn as a stream: its text a word at a
+// time, each tool call whole, so demos and tests show streaming without a
+// server.
+func streamScripted(resp *Response, onDelta func(Delta)) {
+	for rest := resp.Content; rest != ""; {
+		i := strings.IndexByte(rest, ' ') + 1
+		if i == 0 {
+			i = len(rest)
+		}
+		onDelta(Delta{Text: rest[:i]})
+		rest = rest[i:]
+	}
+	for i, c := range resp.ToolCalls {
+		onDelta(Delta{ToolCall: &ToolCallDelta{Index: i, ID: c.ID, Name: c.Name, Arguments: c.Arguments}})
+	}
 }
 
 // Remaining reports how many turns are left.

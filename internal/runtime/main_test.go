@@ -15,6 +15,7 @@ import (
 	"github.com/raven-agent/raven/internal/clock"
 	"github.com/raven-agent/raven/internal/config"
 	"github.com/raven-agent/raven/internal/llm"
+	"github.com/raven-agent/raven/internal/mcp/mcptest"
 	"github.com/raven-agent/raven/internal/session"
 	"github.com/raven-agent/raven/internal/spine"
 )
@@ -23,6 +24,10 @@ func TestMain(m *testing.M) {
 	// The exec tool re-executes this binary as its sandbox supervisor.
 	if len(os.Args) > 1 && os.Args[1] == sandbox.SupervisorCommand {
 		os.Exit(sandbox.Supervise())
+	}
+	// MCP tests configure this binary as their stdio server.
+	if len(os.Args) > 1 && os.Args[1] == mcptest.Command {
+		os.Exit(mcptest.Main(os.Args[2:]))
 	}
 	goleak.VerifyTestMain(m)
 }

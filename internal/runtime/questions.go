@@ -86,6 +86,7 @@ func (r *Runtime) runTurn(ctx context.Context, t *spine.Turn) (string, error) {
 			return "", err
 		}
 	}
+	r.prepareMCP(ctx, t)
 	return r.agent.RunTurn(ctx, t)
 }
 

@@ -22,6 +22,7 @@ import (
 	"github.com/raven-agent/raven/internal/eventlog"
 	"github.com/raven-agent/raven/internal/heartbeat"
 	"github.com/raven-agent/raven/internal/llm"
+	"github.com/raven-agent/raven/internal/mcp"
 	"github.com/raven-agent/raven/internal/memindex"
 	"github.com/raven-agent/raven/internal/questions"
 	"github.com/raven-agent/raven/internal/sandbox"
@@ -150,6 +151,7 @@ type Runtime struct {
 	auth      *auth.Store
 	approvals *approvals.Store
 	sandbox   *sandbox.Runner
+	mcp       *mcp.Manager
 	events    *eventlog.Log
 	writer    *eventWriter
 	questions *questions.Store
@@ -228,6 +230,7 @@ func Build(ctx context.Context, o Options) (*Runtime, error) {
 		{"event log", r.buildEvents},
 		{"auth", r.buildAuth},
 		{"approvals", r.buildApprovals},
+		{"mcp", r.buildMCP},
 		{"ask_user", r.buildAskUser},
 		{"owner questions", r.buildQuestions},
 		{"outbox", r.buildOutbox},
@@ -290,7 +293,8 @@ func (r *Runtime) buildAgent(_ context.Context, o Options) error {
 		Clock: r.clk, Logger: r.log.With("component", "agent"),
 		Config: agent.Config{SystemPrompt: ac.SystemPrompt, MaxIterations: ac.MaxIterations,
 			HistoryTailBytes: ac.HistoryTailBytes, MemoryBytes: ac.MemoryBytes, RecentMessages: ac.RecentMessages, MaxTokens: ac.MaxTokens,
-			ToolTimeout: ac.ToolTimeout.D()},
+			ToolTimeout: ac.ToolTimeout.D(), Stream: ac.Stream},
+		Stream: r.hub,
 	})
 	r.scheduler = spine.NewScheduler(r.runTurn, r.hub, spine.Options{
 		Pools: pools, Logger: r.log.With("component", "spine"),
@@ -308,8 +312,8 @@ func (r *Runtime) buildAgent(_ context.Context, o Options) error {
 	r.subagents = agent.NewSubagentManager(r.ctx, r.scheduler.Submit, r.postOrResolve, r.log.With("component", "subagent"))
 	// The owner's interactive surfaces: a message for cli or tui reaches
 	// whoever is attached to its conversation, and nobody else.
-	r.hub.Register(CLIChannel, spine.OutletFunc(r.surfaces.deliver))
-	r.hub.Register(channels.TUIChannel, spine.OutletFunc(r.surfaces.deliver))
+	r.hub.Register(CLIChannel, surfaceOutlet{r.surfaces})
+	r.hub.Register(channels.TUIChannel, surfaceOutlet{r.surfaces})
 	return RegisterBuiltinTools(r.toolReg, r.workspace, r.cfg, r.hub, r.subagents)
 }
 

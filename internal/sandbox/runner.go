@@ -75,6 +75,13 @@ type Command struct {
 	// scrubbed and every process still ends with the command.
 	Unconfined     bool
 	Stdout, Stderr io.Writer
+	// Stdin feeds the command (nil: /dev/null). A long-lived stdio server
+	// (an MCP server) speaks its protocol over Stdin and Stdout.
+	Stdin io.Reader
+	// Env adds KEY=VALUE pairs the owner configured for this command on top
+	// of the scrubbed environment; they are set deliberately, so they are
+	// not filtered as the inherited environment is.
+	Env []string
 }
 
 // Result is how a run ended.
@@ -210,15 +217,16 @@ func (r *Runner) Run(ctx context.Context, c Command) (Result, error) {
 	}
 	defer os.RemoveAll(tmp)
 	env := scrubEnv(r.o.Environ(), append(append([]string{}, defaultEnvAllow...), r.o.EnvAllow...), tmp, dir)
+	env = append(env, c.Env...)
 	sp := spec{
 		Command: c.Command, Dir: dir, Env: env,
 		ReadWrite: append(rw, tmp), ReadOnly: r.system, Devices: devicePaths,
 		Network: c.Network, ABI: r.mode.ABI, Timeout: c.Timeout, Unconfined: c.Unconfined,
 	}
-	return r.supervise(ctx, sp, c.Stdout, c.Stderr)
+	return r.supervise(ctx, sp, c.Stdin, c.Stdout, c.Stderr)
 }
 
-func (r *Runner) supervise(ctx context.Context, sp spec, stdout, stderr io.Writer) (Result, error) {
+func (r *Runner) supervise(ctx context.Context, sp spec, stdin io.Reader, stdout, stderr io.Writer) (Result, error) {
 	raw, err := json.Marshal(sp)
 	if err != nil {
 		return Result{}, fmt.Errorf("sandbox: encode spec: %w", err)
@@ -242,7 +250,7 @@ func (r *Runner) supervise(ctx context.Context, sp spec, stdout, stderr io.Write
 	// TestMain hook) then cannot start sandboxes of its own recursively.
 	cmd.Env = append(append([]string{}, sp.Env...), supervisorMarker+"=1")
 	cmd.Dir = sp.Dir
-	cmd.Stdout, cmd.Stderr = stdout, stderr
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
 	cmd.ExtraFiles = []*os.File{specR, statusW}
 	// A session of its own: no controlling terminal, and one group to kill.
 	// If raven dies, the supervisor gets SIGTERM (not SIGKILL) so it still

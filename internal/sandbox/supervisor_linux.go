@@ -124,7 +124,7 @@ func startConfined(sp spec) (*exec.Cmd, error) {
 		cmd := exec.Command("/bin/sh", "-c", sp.Command)
 		cmd.Dir = sp.Dir
 		cmd.Env = sp.Env
-		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 		if err := cmd.Start(); err != nil {
 			ch <- started{err: fmt.Errorf("start: %w", err)}

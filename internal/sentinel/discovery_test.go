@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/raven-agent/raven/internal/llm"
+	"github.com/raven-agent/raven/internal/sentinel/policy"
 )
 
 // flakyDiscovery fails its first n calls, then proposes a menu.
@@ -117,5 +118,34 @@ func TestDiscoverySwitchOnlyTurnsOffTheDailyRun(t *testing.T) {
 	}
 	if res := h.sys.Runner.RunDiscovery(ctx); !res.Delivered {
 		t.Fatalf("manual run: %+v", res)
+	}
+}
+
+// An owner whose quiet hours cover discovery_hour (a night owl, quiet
+// 03:00–11:00): the daily run waits for the first tick after them instead
+// of spending a model call on a menu quiet hours would deny.
+func TestDiscoveryWaitsOutQuietHours(t *testing.T) {
+	h := newSysHarness(t, func(c *Config) {
+		discoveryOn(c)
+		c.Policy.QuietHours = policy.DayWindow{Start: 3 * 60, End: 11 * 60}
+	})
+	ctx := context.Background()
+	disc := &flakyDiscovery{}
+	h.sys.Discoverer.Provider = disc
+	h.clk.Set(time.Date(2025, 3, 5, 9, 0, 0, 0, time.UTC)) // the harness starts on the 4th
+	for range 4 {                                          // 09:00 … 10:30, inside quiet hours
+		at := h.clk.Now().Format("15:04")
+		if out := h.sys.Runner.TickOnce(ctx); out.Route != RouteFastPathQuiet {
+			t.Fatalf("%s: route %s (%s), want the quiet-hours fast path", at, out.Route, out.Decision.Reason)
+		}
+		h.clk.Advance(30 * time.Minute)
+	}
+	if disc.n() != 0 {
+		t.Fatalf("discovery made %d model calls inside quiet hours", disc.n())
+	}
+	h.prov.push(decisionJSON("skip", "", nil))
+	h.sys.Runner.TickOnce(ctx) // 11:00: quiet hours are over
+	if disc.n() != 1 || h.postedN() != 1 || !strings.Contains(h.posted[0].Content, "Draft the tax email") {
+		t.Fatalf("11:00: %d discovery calls, posts %+v", disc.n(), h.posted)
 	}
 }

@@ -300,6 +300,12 @@ func (r *Runner) maybeDiscover(ctx context.Context, pc PlannerContext, now time.
 	if r.o.Discover == nil || r.o.NoDailyDiscovery || now.Hour() < r.o.DiscoveryHour {
 		return
 	}
+	// A menu made in quiet hours is denied there: the model call would be
+	// wasted (and the failed run retried). The day's run waits for the
+	// first tick after them, as the planner does.
+	if pc.NudgePolicyState.InQuietHours {
+		return
+	}
 	today := dayKey(now)
 	claimed, attempt := false, 0
 	// The claim sets the next retry time before the run, so a process

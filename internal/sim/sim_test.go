@@ -123,6 +123,10 @@ func TestDemoShowsEveryPath(t *testing.T) {
 		{"web", "## Bartering"},
 		{"web", "<<<UNTRUSTED_WEB_CONTENT id="},
 		{"web", "169.254.169.254 is a cloud metadata address: refused by default"},
+		{"streaming", "tool line: · list_dir {\"path\":\"notes\"}"},
+		{"streaming", "stream + “Your”"},
+		{"streaming", "→ cli:direct “Your notes folder holds plumber.md and shopping.md.”"},
+		{"streaming", "2 model calls streamed (stream: true, include_usage), 8 deltas shown"},
 	} {
 		if !strings.Contains(flat, norm(want.text)) {
 			t.Errorf("section %s: output lacks %q", want.section, want.text)

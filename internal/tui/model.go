@@ -63,8 +63,11 @@ type Model struct {
 	gen int
 
 	messages []line
-	events   []string
-	input    []rune
+	// partial is 1 + the index in messages of the reply being streamed,
+	// 0 when none is.
+	partial int
+	events  []string
+	input   []rune
 	// lastSeq is the newest event-log sequence shown; a reconnect resumes
 	// the feed after it, so events of a gateway restart are not lost.
 	lastSeq int64
@@ -278,7 +281,22 @@ func (m *Model) notification(n Notification) tea.Cmd {
 		if cm.Proactive {
 			who = "raven⚑"
 		}
+		if cm.Reply && !cm.Proactive && m.partial > 0 {
+			m.messages[m.partial-1] = line{who: who, text: cm.Content}
+			m.partial = 0
+			return nil
+		}
 		m.addMessage(who, cm.Content)
+	case api.NotifyChatDelta.Name():
+		cd, _, err := controlapi.DecodeNotification(n, api.NotifyChatDelta)
+		if err != nil {
+			m.addEvent("bad notification: " + err.Error())
+			return nil
+		}
+		if cd.Conversation != "" && cd.Conversation != m.o.Conversation {
+			return nil
+		}
+		m.delta(cd)
 	case api.NotifyClarifyRequest.Name():
 		cr, _, err := controlapi.DecodeNotification(n, api.NotifyClarifyRequest)
 		if err != nil {
@@ -321,10 +339,39 @@ func (m *Model) notification(n Notification) tea.Cmd {
 }
 
 func (m *Model) addMessage(who, text string) {
-	m.messages = append(m.messages, line{who, text})
-	if len(m.messages) > maxMessages {
-		m.messages = m.messages[len(m.messages)-maxMessages:]
+	m.messages = append(m.messages, line{who: who, text: text})
+	if over := len(m.messages) - maxMessages; over > 0 {
+		m.messages = m.messages[over:]
+		m.partial = max(m.partial-over, 0)
 	}
+}
+
+// delta grows the reply being streamed; a tool call ends it as written
+// (it was the model's preamble) and the reply starts again after it.
+func (m *Model) delta(cd api.ChatDelta) {
+	if cd.Tool != nil {
+		m.partial = 0
+		m.addMessage("tool", toolLine(cd.Tool))
+		return
+	}
+	if m.partial == 0 {
+		m.addMessage("raven", "")
+		m.partial = len(m.messages)
+	}
+	m.messages[m.partial-1].text += cd.Text
+}
+
+// toolLine is how a tool call shows in the message list (as in the chat
+// REPL): "· web_fetch {…}", its arguments cut to one line.
+func toolLine(t *api.ToolNote) string {
+	args := strings.Join(strings.Fields(t.Arguments), " ")
+	if r := []rune(args); len(r) > 100 {
+		args = string(r[:100]) + "…"
+	}
+	if args == "" || args == "{}" {
+		return "· " + t.Name
+	}
+	return "· " + t.Name + " " + args
 }
 
 func (m *Model) addEvent(s string) {

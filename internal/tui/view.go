@@ -54,7 +54,11 @@ func (m *Model) View() tea.View {
 	msgs := make([]string, room)
 	fill := room
 	for i := len(m.messages) - 1; i >= 0 && fill > 0; i-- {
-		rows := strings.Split(renderLine(m.messages[i], m.width), "\n")
+		l := m.messages[i]
+		if i == m.partial-1 {
+			l.text += "▍" // still being written
+		}
+		rows := strings.Split(renderLine(l, m.width), "\n")
 		for j := len(rows) - 1; j >= 0 && fill > 0; j-- {
 			fill--
 			msgs[fill] = rows[j]
@@ -72,6 +76,8 @@ func renderLine(l line, width int) string {
 		return wrap("you › "+l.text, width)
 	case "raven⚑":
 		return wrap(ProactiveMarker+l.text, width)
+	case "tool":
+		return wrap("  "+l.text, width)
 	default:
 		return wrap("raven › "+l.text, width)
 	}

@@ -1,5 +1,5 @@
 // Package telegramtest is a minimal local Telegram Bot API (getMe,
-// long-polled getUpdates, sendMessage) for tests of the Telegram channel.
+// long-polled getUpdates, sendMessage, editMessageText) for tests of the Telegram channel.
 package telegramtest
 
 import (
@@ -17,11 +17,15 @@ import (
 // Token is the bot token the fake accepts.
 const Token = "123:abc"
 
-// Sent is one sendMessage call the fake received.
+// Sent is one sendMessage (or editMessageText) call the fake received.
 type Sent struct {
 	ChatID    int64
 	Text      string
 	ParseMode string
+	// Edit marks an editMessageText of message MessageID; a sendMessage's
+	// MessageID is the id the fake gave the new message.
+	Edit      bool
+	MessageID int
 }
 
 // Server is the fake Bot API. Point the channel's server URL at URL.
@@ -34,6 +38,7 @@ type Server struct {
 	mu            sync.Mutex
 	updates       []map[string]any
 	nextID        int64
+	nextMsgID     int
 	parseFailures int
 	wake          chan struct{}
 	sent          chan Sent
@@ -89,6 +94,18 @@ func (s *Server) Next(t testing.TB) Sent {
 	case <-time.After(10 * time.Second):
 		t.Fatal("no sendMessage within 10s")
 		return Sent{}
+	}
+}
+
+// NextReply returns the next formatted send or edit, skipping the plain
+// partial sends and edits of a streamed reply: the reply as it finally
+// reads, whether it was streamed or sent whole.
+func (s *Server) NextReply(t testing.TB) Sent {
+	t.Helper()
+	for {
+		if m := s.Next(t); m.ParseMode != "" {
+			return m
+		}
 	}
 }
 
@@ -151,8 +168,17 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 			_, _ = fmt.Fprint(w, `{"ok":false,"error_code":400,"description":"Bad Request: can't parse entities: character '!' is reserved"}`)
 			return
 		}
+		s.mu.Lock()
+		s.nextMsgID++
+		m.MessageID = s.nextMsgID
+		s.mu.Unlock()
 		s.sent <- m
-		reply(w, map[string]any{"message_id": 1, "date": 0, "chat": map[string]any{"id": chatID, "type": "private"}})
+		reply(w, map[string]any{"message_id": m.MessageID, "date": 0, "chat": map[string]any{"id": chatID, "type": "private"}})
+	case "editMessageText":
+		chatID, _ := strconv.ParseInt(r.FormValue("chat_id"), 10, 64)
+		id, _ := strconv.Atoi(r.FormValue("message_id"))
+		s.sent <- Sent{ChatID: chatID, Text: r.FormValue("text"), ParseMode: r.FormValue("parse_mode"), Edit: true, MessageID: id}
+		reply(w, map[string]any{"message_id": id, "date": 0, "chat": map[string]any{"id": chatID, "type": "private"}})
 	default:
 		s.t.Errorf("fake bot api: unexpected method %s", method)
 		_, _ = fmt.Fprint(w, `{"ok":false,"error_code":404,"description":"Not Found"}`)

@@ -34,6 +34,21 @@ type ChatMessage struct {
 	Reply     bool `json:"reply"`
 }
 
+// ChatDelta is the payload of NotifyChatDelta: text appended to the reply
+// being written, or (Tool set) a tool call the model made, after which the
+// reply starts again.
+type ChatDelta struct {
+	Conversation string    `json:"conversation"`
+	Text         string    `json:"text,omitempty"`
+	Tool         *ToolNote `json:"tool,omitempty"`
+}
+
+// ToolNote names a tool call in a ChatDelta.
+type ToolNote struct {
+	Name      string `json:"name"`
+	Arguments string `json:"arguments,omitempty"`
+}
+
 // GatewayState is the gateway's part of gateway.status: the values in
 // effect in the running gateway (after any live config reload), not the
 // file on disk.

@@ -51,6 +51,9 @@ const (
 	NotifyClosing Notification[ClosingParams] = "connection.closing"
 	// NotifyChatMessage carries a message to an attached connection.
 	NotifyChatMessage Notification[ChatMessage] = "chat.message"
+	// NotifyChatDelta carries part of a reply being written to an attached
+	// connection; the whole reply follows as a chat.message with reply set.
+	NotifyChatDelta Notification[ChatDelta] = "chat.delta"
 	// NotifyClarifyRequest carries an ask_user question to an attached TUI.
 	NotifyClarifyRequest Notification[questions.ClarifyRequest] = "clarify.request"
 )

@@ -97,6 +97,9 @@ func (p *Provider) Chat(ctx context.Context, req llm.Request) (*llm.Response, er
 		// This SDK version has no typed field for it; the API still accepts it.
 		opts = append(opts, option.WithJSONSet("temperature", *req.Temperature))
 	}
+	if req.OnDelta != nil {
+		return p.stream(ctx, callCtx, params, opts, req.OnDelta)
+	}
 	msg, err := p.client.Messages.New(callCtx, params, opts...)
 	if err != nil {
 		var sdkErr *anth.Error

@@ -16,6 +16,10 @@ type Reply struct {
 	// Wait, when set, holds the answer until it is closed (or the client
 	// gives up), so a test can observe a turn in flight.
 	Wait <-chan struct{}
+	// Hold, for a streamed request, sends the first text chunk and then
+	// holds the rest until it is closed (or the client gives up), so a
+	// test can see a reply partly written.
+	Hold <-chan struct{}
 }
 
 // Text is a plain assistant reply.

@@ -151,10 +151,6 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	rules := append([]Rule(nil), s.rules...)
 	s.mu.Unlock()
 
-	if req.Stream {
-		writeError(w, http.StatusBadRequest, "fakeopenai: streaming is not supported")
-		return
-	}
 	if !ok {
 		reply = s.opts.Default(req)
 		for _, rule := range rules {
@@ -173,6 +169,10 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	}
 	if reply.Status != 0 && reply.Status != http.StatusOK {
 		writeError(w, reply.Status, reply.Text)
+		return
+	}
+	if req.Stream {
+		s.stream(w, r, req, reply, n)
 		return
 	}
 	writeJSON(w, http.StatusOK, completion(req, reply, n))
@@ -206,15 +206,30 @@ func completion(req Request, reply Reply, n int) map[string]any {
 		finish = "tool_calls"
 		var calls []map[string]any
 		for i, c := range reply.ToolCalls {
-			id := c.ID
-			if id == "" {
-				id = fmt.Sprintf("call_fake_%d_%d", n, i+1)
-			}
-			calls = append(calls, map[string]any{"id": id, "type": "function",
+			calls = append(calls, map[string]any{"id": callID(c, n, i), "type": "function",
 				"function": map[string]any{"name": c.Name, "arguments": c.Arguments}})
 		}
 		msg["tool_calls"] = calls
 	}
+	return map[string]any{
+		"id":      fmt.Sprintf("chatcmpl-fake-%d", n),
+		"object":  "chat.completion",
+		"created": 1_700_000_000 + n,
+		"model":   req.Model,
+		"choices": []map[string]any{{"index": 0, "message": msg, "logprobs": nil, "finish_reason": finish}},
+		"usage":   usage(req, reply),
+	}
+}
+
+func callID(c ToolCall, n, i int) string {
+	if c.ID != "" {
+		return c.ID
+	}
+	return fmt.Sprintf("call_fake_%d_%d", n, i+1)
+}
+
+// usage is a rough, deterministic token count: a token per four bytes.
+func usage(req Request, reply Reply) map[string]any {
 	prompt := 0
 	for _, m := range req.Messages {
 		prompt += len(m.Content)/4 + 1
@@ -223,14 +238,7 @@ func completion(req Request, reply Reply, n int) map[string]any {
 	for _, c := range reply.ToolCalls {
 		out += len(c.Arguments)/4 + 1
 	}
-	return map[string]any{
-		"id":      fmt.Sprintf("chatcmpl-fake-%d", n),
-		"object":  "chat.completion",
-		"created": 1_700_000_000 + n,
-		"model":   req.Model,
-		"choices": []map[string]any{{"index": 0, "message": msg, "logprobs": nil, "finish_reason": finish}},
-		"usage":   map[string]any{"prompt_tokens": prompt, "completion_tokens": out, "total_tokens": prompt + out},
-	}
+	return map[string]any{"prompt_tokens": prompt, "completion_tokens": out, "total_tokens": prompt + out}
 }
 
 func writeError(w http.ResponseWriter, status int, msg string) {

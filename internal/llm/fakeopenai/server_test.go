@@ -135,7 +135,6 @@ func TestErrorsAndModels(t *testing.T) {
 	}{
 		{"GET", "/v1/nope", "", 404},
 		{"POST", "/v1/chat/completions", "{", 400},
-		{"POST", "/v1/chat/completions", `{"model":"fake","stream":true,"messages":[]}`, 400},
 	} {
 		req, _ := http.NewRequest(c.method, s.URL()+c.path, strings.NewReader(c.body))
 		res, err := http.DefaultClient.Do(req)

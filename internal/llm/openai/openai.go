@@ -99,6 +99,9 @@ func (p *Provider) Chat(ctx context.Context, req llm.Request) (*llm.Response, er
 		callCtx, cancel = context.WithTimeout(ctx, p.timeout)
 		defer cancel()
 	}
+	if req.OnDelta != nil {
+		return p.stream(ctx, callCtx, params, req.OnDelta)
+	}
 	var httpRes *http.Response
 	out, err := p.client.Chat.Completions.New(callCtx, params, option.WithResponseInto(&httpRes))
 	if err != nil {
