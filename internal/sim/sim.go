@@ -41,7 +41,7 @@ type section struct {
 }
 
 func sections() []section {
-	return []section{foundationSection, sentinelSection, discoverySection, policySection, cronSection, outboxSection, askUserSection, ownerQuestionSection, webhookSection, webSection, skillsSection, streamingSection}
+	return []section{foundationSection, sentinelSection, discoverySection, policySection, cronSection, outboxSection, askUserSection, ownerQuestionSection, webhookSection, webSection, mcpSection, skillsSection, streamingSection}
 }
 
 // SectionNames lists the sections in running order.
