@@ -40,6 +40,7 @@ func newRootCmd() *cobra.Command {
 	root.AddCommand(newApprovalsCmd(g))
 	root.AddCommand(newSkillsCmd(g))
 	root.AddCommand(newUsageCmd(g))
+	root.AddCommand(newMemoryCmd(g))
 	root.AddCommand(newSandboxExecCmd())
 	root.AddCommand(newMCPCmd(g))
 	return root

@@ -41,10 +41,11 @@ type OfferedIn interface {
 type ResponseModifier func(sessionKey, content string) string
 
 // The defaults of the agent section (config.json "agent"); New applies
-// DefaultMaxIterations and DefaultMaxTokens to zero fields.
+// DefaultMaxIterations, DefaultMaxTokens and DefaultMemoryBytes to zero fields.
 const (
 	DefaultMaxIterations    = 20
 	DefaultHistoryTailBytes = 8 << 10
+	DefaultMemoryBytes      = 16 << 10
 	DefaultRecentMessages   = 40
 	DefaultMaxTokens        = 4096
 	DefaultToolTimeout      = 5 * time.Minute
@@ -55,9 +56,12 @@ type Config struct {
 	SystemPrompt     string
 	MaxIterations    int
 	HistoryTailBytes int
-	RecentMessages   int
-	MaxTokens        int
-	Model            string
+	// MemoryBytes is how much of MEMORY.md's head goes into the prompt
+	// (0: DefaultMemoryBytes).
+	MemoryBytes    int
+	RecentMessages int
+	MaxTokens      int
+	Model          string
 	// ToolTimeout bounds one tool call's work (0: no bound).
 	ToolTimeout time.Duration
 	// Stream shows user-facing replies on Options.Stream while the model
@@ -113,6 +117,9 @@ func New(o Options) *Agent {
 	}
 	if o.Config.MaxTokens <= 0 {
 		o.Config.MaxTokens = DefaultMaxTokens
+	}
+	if o.Config.MemoryBytes <= 0 {
+		o.Config.MemoryBytes = DefaultMemoryBytes
 	}
 	return &Agent{o: o}
 }
@@ -303,14 +310,7 @@ func waitsForOwner(t tools.Tool) bool {
 }
 
 func (a *Agent) prompt(ctx context.Context, conv string, req spine.TurnRequest) ([]llm.Message, error) {
-	mem, err := memory.ReadBounded(a.o.MemoryPath, 64<<10)
-	if err != nil {
-		a.o.Logger.Warn("MEMORY.md unreadable; continuing without it", "err", err)
-	}
-	hist, err := memory.ReadTail(a.o.HistoryPath, a.o.Config.HistoryTailBytes)
-	if err != nil {
-		a.o.Logger.Warn("HISTORY.md unreadable; continuing without it", "err", err)
-	}
+	mem, hist := a.budgetedMemory()
 	msgs := []llm.Message{{Role: llm.RoleSystem, Content: buildSystem(a.o.Config.SystemPrompt, a.o.Clock.Now(), mem, hist)}}
 	if a.o.Sessions != nil {
 		recent, err := a.o.Sessions.Recent(ctx, conv, a.o.Config.RecentMessages)

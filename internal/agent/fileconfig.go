@@ -14,6 +14,9 @@ type FileConfig struct {
 	MaxIterations int `json:"max_iterations"`
 	// HistoryTailBytes is how much of HISTORY.md's end goes into the prompt.
 	HistoryTailBytes int `json:"history_tail_bytes"`
+	// MemoryBytes is how much of MEMORY.md's head goes into the prompt; the
+	// prompt says when the file is longer (the rest is found by memory_search).
+	MemoryBytes int `json:"memory_bytes"`
 	// RecentMessages is how many session messages go into the prompt.
 	RecentMessages int `json:"recent_messages"`
 	MaxTokens      int `json:"max_tokens"`
@@ -34,6 +37,7 @@ func DefaultFileConfig() FileConfig {
 	return FileConfig{
 		MaxIterations:    DefaultMaxIterations,
 		HistoryTailBytes: DefaultHistoryTailBytes,
+		MemoryBytes:      DefaultMemoryBytes,
 		RecentMessages:   DefaultRecentMessages,
 		MaxTokens:        DefaultMaxTokens,
 		ToolTimeout:      configtype.Duration(DefaultToolTimeout),
@@ -48,6 +52,8 @@ func (c FileConfig) Validate() error {
 		return configtype.Invalid("max_iterations", "must be 1..200")
 	case c.HistoryTailBytes < 0 || c.HistoryTailBytes > 1<<20:
 		return configtype.Invalid("history_tail_bytes", "must be 0..1048576")
+	case c.MemoryBytes < 1024 || c.MemoryBytes > 1<<20:
+		return configtype.Invalid("memory_bytes", "must be 1024..1048576")
 	case c.RecentMessages < 0 || c.RecentMessages > 1000:
 		return configtype.Invalid("recent_messages", "must be 0..1000")
 	case c.MaxTokens < 1:

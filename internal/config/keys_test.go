@@ -35,6 +35,7 @@ var keyCases = map[string]keyCase{
 	"providers.max_attempts":                    {bad: "11"},
 	"agent.system_prompt":                       {good: "You are terse.", free: true},
 	"agent.max_iterations":                      {bad: "0"},
+	"agent.memory_bytes":                        {good: "4096", bad: "10"},
 	"agent.stream":                              {good: "false", bad: "sometimes"},
 	"tools.exec.deny":                           {good: "rm -rf,shutdown", bad: "[1,2]"},
 	"tools.exec.unsandboxed":                    {good: "approve", bad: "yes"},

@@ -23,6 +23,7 @@ import (
 	"github.com/raven-agent/raven/internal/heartbeat"
 	"github.com/raven-agent/raven/internal/llm"
 	"github.com/raven-agent/raven/internal/mcp"
+	"github.com/raven-agent/raven/internal/memindex"
 	"github.com/raven-agent/raven/internal/questions"
 	"github.com/raven-agent/raven/internal/sandbox"
 	"github.com/raven-agent/raven/internal/sentinel"
@@ -144,6 +145,8 @@ type Runtime struct {
 	scheduler *spine.Scheduler
 	agent     *agent.Agent
 	subagents *agent.SubagentManager
+	memIndex  *memindex.Index
+	memWriter *memindex.Writer
 	broker    *questions.Broker
 	auth      *auth.Store
 	approvals *approvals.Store
@@ -181,8 +184,8 @@ type Runtime struct {
 }
 
 // Build wires every part of Raven in one fixed order — database, sessions,
-// models, hub, tools, agent, spine, subagents, skills, event log, auth, exec and its
-// approvals, ask_user,
+// models, hub, tools, agent, spine, subagents, skills, memory index and its
+// tools, event log, auth, exec and its approvals, ask_user,
 // owner questions, outbox, Sentinel, wake and heartbeat, cron, triggers,
 // inbound dispatch — and starts the loops o.Services name. A part that
 // cannot be built fails Build; nothing is skipped at run time.
@@ -223,6 +226,7 @@ func Build(ctx context.Context, o Options) (*Runtime, error) {
 		{"agent", r.buildAgent},
 		{"web", r.buildWeb},
 		{"skills", r.buildSkills},
+		{"memory", r.buildMemory},
 		{"event log", r.buildEvents},
 		{"auth", r.buildAuth},
 		{"approvals", r.buildApprovals},
@@ -288,7 +292,7 @@ func (r *Runtime) buildAgent(_ context.Context, o Options) error {
 		MemoryPath: r.paths.Memory(), HistoryPath: r.paths.History(),
 		Clock: r.clk, Logger: r.log.With("component", "agent"),
 		Config: agent.Config{SystemPrompt: ac.SystemPrompt, MaxIterations: ac.MaxIterations,
-			HistoryTailBytes: ac.HistoryTailBytes, RecentMessages: ac.RecentMessages, MaxTokens: ac.MaxTokens,
+			HistoryTailBytes: ac.HistoryTailBytes, MemoryBytes: ac.MemoryBytes, RecentMessages: ac.RecentMessages, MaxTokens: ac.MaxTokens,
 			ToolTimeout: ac.ToolTimeout.D(), Stream: ac.Stream},
 		Stream: r.hub,
 	})

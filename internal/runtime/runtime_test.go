@@ -57,7 +57,8 @@ func TestBuildErrors(t *testing.T) {
 func TestBuildRegistersEveryTool(t *testing.T) {
 	for _, svc := range []Services{ServicesNone, ServiceCron, ServicesGateway} {
 		rt, _ := newApp(t, false, llm.NewScripted(nil), func(o *Options) { o.Services = svc })
-		for _, name := range []string{"read_file", "write_file", "edit_file", "list_dir", "message", "spawn", "ask_user", "cron", feedback.ToolName, "web_fetch", "web_search"} {
+		for _, name := range []string{"read_file", "write_file", "edit_file", "list_dir", "message", "spawn", "ask_user", "cron", feedback.ToolName, "web_fetch", "web_search",
+			"memory_search", "remember"} {
 			if _, ok := rt.Tools().Get(name); !ok {
 				t.Errorf("services %b: tool %s not registered", svc, name)
 			}

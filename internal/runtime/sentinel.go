@@ -10,6 +10,7 @@ import (
 
 	"github.com/raven-agent/raven/internal/clock"
 	"github.com/raven-agent/raven/internal/llm"
+	"github.com/raven-agent/raven/internal/memindex"
 	"github.com/raven-agent/raven/internal/sentinel"
 	"github.com/raven-agent/raven/internal/sentinel/executor"
 	"github.com/raven-agent/raven/internal/sentinel/feedback"
@@ -190,5 +191,5 @@ func (r *Runtime) recordCronFire(ctx context.Context, topic, content string) err
 // that write, run commands, speak to the owner or schedule on their own.
 func menuToolsExcluded() []string {
 	return []string{"ask_user", "conversation_question", "spawn", "message", "exec",
-		"write_file", "edit_file", "cron", feedback.ToolName}
+		"write_file", "edit_file", "cron", feedback.ToolName, memindex.RememberToolName}
 }

@@ -174,12 +174,12 @@ func TestMenuOffersOnlyReadingTools(t *testing.T) {
 	for _, ti := range d.ToolNames() {
 		offered[ti.Name] = true
 	}
-	for _, name := range []string{"read_file", "list_dir"} {
+	for _, name := range []string{"read_file", "list_dir", "memory_search"} {
 		if !offered[name] {
 			t.Errorf("%s not offered (offered %v)", name, offered)
 		}
 	}
-	for _, name := range append(menuToolsExcluded(), "srv__delete_everything") {
+	for _, name := range append(menuToolsExcluded(), "srv__delete_everything", "remember") {
 		if offered[name] {
 			t.Errorf("%s offered to a menu", name)
 		}

@@ -67,6 +67,15 @@ func CreateTemp(path string) (*os.File, error) {
 // CommitTemp gives tmp perm, fsyncs and closes it, renames it over path and
 // fsyncs the directory. On error tmp is closed but not removed.
 func CommitTemp(tmp *os.File, path string, perm os.FileMode) error {
+	return CommitTempIf(tmp, path, perm, nil)
+}
+
+// CommitTempIf is CommitTemp with a last check between the fsync and the
+// rename: when check fails, tmp is closed (not removed, not renamed) and
+// check's error returned. A compare-and-swap against a writer that takes no
+// lock (the owner's editor) checks there, so only the rename is left
+// between its look at path and the replace.
+func CommitTempIf(tmp *os.File, path string, perm os.FileMode, check func() error) error {
 	name := tmp.Name()
 	if err := tmp.Chmod(perm); err != nil {
 		tmp.Close()
@@ -78,6 +87,11 @@ func CommitTemp(tmp *os.File, path string, perm os.FileMode) error {
 	}
 	if err := tmp.Close(); err != nil {
 		return fmt.Errorf("statefile: close %s: %w", name, err)
+	}
+	if check != nil {
+		if err := check(); err != nil {
+			return err
+		}
 	}
 	if err := os.Rename(name, path); err != nil {
 		return fmt.Errorf("statefile: rename %s: %w", path, err)
