@@ -333,7 +333,43 @@ func WriteCompare(w io.Writer, a, b *Report) error {
 	ra, rb := a.rows(), b.rows()
 	fmt.Fprintf(tw, "\tA\tB\n")
 	for i := range ra {
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", ra[i][0], ra[i][1], rb[i][1])
+		// Long values wrap within their column, so B stays beside A.
+		la, lb := wrapWords(ra[i][1], compareColumn), wrapWords(rb[i][1], compareColumn)
+		for j := range max(len(la), len(lb)) {
+			label := ""
+			if j == 0 {
+				label = ra[i][0]
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", label, at(la, j), at(lb, j))
+		}
 	}
 	return tw.Flush()
+}
+
+// compareColumn is the widest a --compare column grows before wrapping.
+const compareColumn = 56
+
+// wrapWords breaks s at spaces into lines of at most width bytes (a word
+// longer than width stands alone).
+func wrapWords(s string, width int) []string {
+	var lines []string
+	line := ""
+	for _, w := range strings.Fields(s) {
+		if line != "" && len(line)+1+len(w) > width {
+			lines = append(lines, line)
+			line = ""
+		}
+		if line != "" {
+			line += " "
+		}
+		line += w
+	}
+	return append(lines, line)
+}
+
+func at(ss []string, i int) string {
+	if i < len(ss) {
+		return ss[i]
+	}
+	return ""
 }
