@@ -42,7 +42,7 @@ func benchFile(b *testing.B, n int) *File {
 // already in memory (the store re-reads only when the file changed).
 func BenchmarkNextWake10k(b *testing.B) {
 	f := benchFile(b, 10_000)
-	s, err := NewService(Options{Store: &Store{}, Runs: &RunLog{}, Handler: func(context.Context, Job, time.Time) (Outcome, error) { return Outcome{}, nil },
+	s, err := NewService(Options{Store: &Store{}, Runs: NewRunLog(filepath.Join(b.TempDir(), "runs.jsonl")), Handler: func(context.Context, Job, time.Time) (Outcome, error) { return Outcome{}, nil },
 		Channels: []string{"cli"}})
 	if err != nil {
 		b.Fatal(err)

@@ -71,6 +71,7 @@ type stored struct {
 	outcomes [][]outcomeRec // by outcome slot
 	head     head           // scalars only
 	names    []string       // fire then outcome section names, built once
+	seen     uint64         // tx.Revision of the file last loaded or saved
 	// rewrite makes the next write put every section: the file holds the
 	// older layout, or nothing.
 	rewrite bool
@@ -96,6 +97,19 @@ func newStored() *stored {
 // whose revision changed. An absent "policy" section (a fresh or
 // moved-aside file) keeps what the ledger holds; the next write persists it.
 func (s *stored) load(tx *statefile.Tx, l *ledger, cfg *Config, now time.Time) error {
+	// The hot path: Check hydrates before every decision, and most of the
+	// time no section of the file moved.
+	if r := tx.Revision(); r == s.seen && r != 0 {
+		return nil
+	}
+	if err := s.loadSections(tx, l, cfg, now); err != nil {
+		return err
+	}
+	s.seen = tx.Revision()
+	return nil
+}
+
+func (s *stored) loadSections(tx *statefile.Tx, l *ledger, cfg *Config, now time.Time) error {
 	hrev := tx.Rev(StateSection)
 	if hrev == 0 {
 		s.rewrite = true
@@ -299,6 +313,7 @@ func (s *stored) save(tx *statefile.Tx, l *ledger) error {
 		s.revs[StateSection] = tx.Rev(StateSection)
 	}
 	s.rewrite = false
+	s.seen = tx.Revision()
 	return nil
 }
 

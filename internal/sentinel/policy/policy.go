@@ -184,13 +184,19 @@ func (p *Policy) updateLocked(ctx context.Context, mutate func()) error {
 		mutate()
 		return nil
 	}
-	return p.store.Update(ctx, func(tx *statefile.Tx) error {
+	err := p.store.Update(ctx, func(tx *statefile.Tx) error {
 		if err := p.loadTx(tx); err != nil {
 			return err
 		}
 		mutate()
 		return p.stored.save(tx, p.led)
 	})
+	if err != nil {
+		// Nothing may have landed: look at every section's revision next
+		// time; those we put and the file lacks read as changed.
+		p.stored.seen = 0
+	}
+	return err
 }
 
 func (p *Policy) overrides() (Overrides, bool) {
