@@ -145,7 +145,7 @@ func (s *stored) loadSections(tx *statefile.Tx, l *ledger, cfg *Config, now time
 	// Decode the changed chunks, noting whether the change is only fires
 	// appended (and old ones trimmed from a chunk's front).
 	var added []fireRec
-	appendOnly := true
+	appendOnly, trimmed := true, false
 	for _, i := range changed {
 		name := s.names[i]
 		if i < fireSlots {
@@ -155,6 +155,7 @@ func (s *stored) loadSections(tx *statefile.Tx, l *ledger, cfg *Config, now time
 			}
 			if n, ok := appended(s.fires[i], fs); ok {
 				added = append(added, fs[len(fs)-n:]...)
+				trimmed = trimmed || len(fs)-n < len(s.fires[i])
 			} else {
 				appendOnly = false
 			}
@@ -170,7 +171,9 @@ func (s *stored) loadSections(tx *statefile.Tx, l *ledger, cfg *Config, now time
 		s.revs[name] = tx.Rev(name)
 	}
 	s.rewrite = false
-	if appendOnly && !first {
+	// Trimming is left to this process's own prune, which runs as the new
+	// fires are indexed: with none, re-index.
+	if appendOnly && !first && (len(added) > 0 || !trimmed) {
 		slices.SortStableFunc(added, func(a, b fireRec) int { return a.At.Compare(b.At) })
 		for _, f := range added {
 			l.addFire(f, cfg, now)
@@ -190,8 +193,8 @@ func (s *stored) loadSections(tx *statefile.Tx, l *ledger, cfg *Config, now time
 // front and n new ones at the end.
 func appended(old, next []fireRec) (n int, ok bool) {
 	// The first record of next that old holds tells how much was trimmed.
-	if len(old) == 0 {
-		return len(next), true
+	if len(old) == 0 || len(next) == 0 {
+		return len(next), true // a new chunk, or one trimmed away
 	}
 	k := 0
 	if len(next) > 0 {
