@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -128,10 +129,13 @@ func newCronListCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			jobs, err := env.store.Jobs(cmd.Context())
+			// Snapshot, not Jobs: printing only reads, and a copy of 10,000
+			// jobs costs more than printing them.
+			snap, err := env.store.Snapshot(cmd.Context())
 			if err != nil {
 				return err
 			}
+			jobs := snap.Jobs
 			if asJSON {
 				if jobs == nil {
 					jobs = []cron.Job{}
@@ -150,34 +154,66 @@ func printJobs(w io.Writer, jobs []cron.Job) error {
 		fmt.Fprintln(w, "no jobs")
 		return nil
 	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	// The tabwriter writes every cell on its own: buffered, 10,000 jobs
+	// are a few dozen write calls instead of 140,000.
+	bw := bufio.NewWriterSize(w, 64<<10)
+	tw := tabwriter.NewWriter(bw, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tNAME\tSCHEDULE\tDELIVERY\tNEXT\tSTATE\tLAST")
-	for _, j := range jobs {
-		next := "-"
-		if !j.NextRunAt.IsZero() {
-			next = j.NextRunAt.Local().Format(time.RFC3339)
-		}
-		state := "enabled"
-		if !j.Enabled {
-			state = "disabled"
-			if j.DisabledReason != "" {
-				state += " (" + j.DisabledReason + ")"
-			}
-		}
-		last := "-"
-		if !j.LastRunAt.IsZero() {
-			last = j.LastRunAt.Local().Format(time.RFC3339) + " " + j.LastStatus
-		}
-		delivery := string(j.Mode())
-		if j.Mode() == cron.ModeSingle {
-			delivery = j.DeliveryChannel()
+	// One row buffer for every job: fmt and per-cell strings were most of
+	// the cost of printing 10,000 jobs.
+	var row []byte
+	for i := range jobs {
+		j := &jobs[i]
+		row = append(row[:0], j.ID...)
+		row = append(row, '\t')
+		row = append(row, j.Name...)
+		row = append(row, '\t')
+		row = append(row, j.Schedule.String()...)
+		row = append(row, '\t')
+		switch m := j.Mode(); m {
+		case cron.ModeSingle:
+			row = append(row, j.DeliveryChannel()...)
 			if j.To != "" {
-				delivery += ":" + j.To
+				row = append(row, ':')
+				row = append(row, j.To...)
+			}
+		default:
+			row = append(row, m...)
+		}
+		row = append(row, '\t')
+		if j.NextRunAt.IsZero() {
+			row = append(row, '-')
+		} else {
+			row = j.NextRunAt.Local().AppendFormat(row, time.RFC3339)
+		}
+		row = append(row, '\t')
+		if j.Enabled {
+			row = append(row, "enabled"...)
+		} else {
+			row = append(row, "disabled"...)
+			if j.DisabledReason != "" {
+				row = append(row, " ("...)
+				row = append(row, j.DisabledReason...)
+				row = append(row, ')')
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", j.ID, j.Name, j.Schedule, delivery, next, state, last)
+		row = append(row, '\t')
+		if j.LastRunAt.IsZero() {
+			row = append(row, '-')
+		} else {
+			row = j.LastRunAt.Local().AppendFormat(row, time.RFC3339)
+			row = append(row, ' ')
+			row = append(row, j.LastStatus...)
+		}
+		row = append(row, '\n')
+		if _, err := tw.Write(row); err != nil {
+			return err
+		}
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	return bw.Flush()
 }
 
 func newCronRemoveCmd(g *globals) *cobra.Command {

@@ -42,7 +42,7 @@ func benchFile(b *testing.B, n int) *File {
 // already in memory (the store re-reads only when the file changed).
 func BenchmarkNextWake10k(b *testing.B) {
 	f := benchFile(b, 10_000)
-	s, err := NewService(Options{Store: &Store{}, Runs: &RunLog{}, Handler: func(context.Context, Job, time.Time) (Outcome, error) { return Outcome{}, nil },
+	s, err := NewService(Options{Store: &Store{}, Runs: NewRunLog(filepath.Join(b.TempDir(), "runs.jsonl")), Handler: func(context.Context, Job, time.Time) (Outcome, error) { return Outcome{}, nil },
 		Channels: []string{"cli"}})
 	if err != nil {
 		b.Fatal(err)
@@ -56,34 +56,90 @@ func BenchmarkNextWake10k(b *testing.B) {
 	}
 }
 
-// BenchmarkReload10k is the cost of re-reading a changed 10,000-job file.
-func BenchmarkReload10k(b *testing.B) {
+// seedStore writes n jobs as the snapshot at a fresh path.
+func seedStore(b *testing.B, n int) string {
+	b.Helper()
 	path := filepath.Join(b.TempDir(), "jobs.json")
 	st := NewStore(path, clock.Real(), nil, time.Second)
 	if err := st.Update(context.Background(), func(f *File) (bool, error) {
-		f.Jobs = benchFile(b, 10_000).Jobs
+		f.Jobs = benchFile(b, n).Jobs
 		return true, nil
 	}); err != nil {
 		b.Fatal(err)
 	}
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		st.mu.Lock()
-		st.loaded = false
-		st.mu.Unlock()
-		if _, err := st.Snapshot(context.Background()); err != nil {
-			b.Fatal(err)
-		}
+	return path
+}
+
+var benchSizes = []int{1_000, 10_000}
+
+// BenchmarkLoad is a fresh process's first read (cron list, cron add):
+// one decode of the snapshot.
+func BenchmarkLoad(b *testing.B) {
+	for _, n := range benchSizes {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			path := seedStore(b, n)
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := NewStore(path, clock.Real(), nil, time.Second).Snapshot(context.Background()); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
 
-// BenchmarkAdd is add-job latency on a free lock (read-modify-write with fsync).
+// BenchmarkReloadAfterAdd is a running service's re-read after a peer
+// added one job: one journal line, whatever the number of jobs.
+func BenchmarkReloadAfterAdd(b *testing.B) {
+	for _, n := range benchSizes {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			path := seedStore(b, n)
+			svc := NewStore(path, clock.Real(), nil, time.Second)
+			peer := NewStore(path, clock.Real(), nil, time.Second)
+			if _, err := svc.Snapshot(context.Background()); err != nil {
+				b.Fatal(err)
+			}
+			j, _ := NewJob(Spec{Name: "n", Message: "m", Every: "1h"}, time.Now())
+			b.ReportAllocs()
+			for b.Loop() {
+				b.StopTimer()
+				j.ID = ""
+				if _, err := peer.Add(context.Background(), j); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+				if _, err := svc.Snapshot(context.Background()); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkAddAt is "raven cron add" at n jobs: a fresh Store (a new
+// process) loads, then appends one journal line with fsync.
+func BenchmarkAddAt(b *testing.B) {
+	for _, n := range benchSizes {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			path := seedStore(b, n)
+			j, _ := NewJob(Spec{Name: "n", Message: "m", Every: "1h"}, time.Now())
+			b.ReportAllocs()
+			for b.Loop() {
+				j.ID = ""
+				if _, err := NewStore(path, clock.Real(), nil, time.Second).Add(context.Background(), j); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkAdd is add-job latency on a free lock in a long-lived process.
 func BenchmarkAdd(b *testing.B) {
 	st := NewStore(filepath.Join(b.TempDir(), "jobs.json"), clock.Real(), nil, time.Second)
 	j, _ := NewJob(Spec{Name: "n", Message: "m", Every: "1h"}, time.Now())
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
+	b.ReportAllocs()
+	for b.Loop() {
 		j.ID = ""
 		if _, err := st.Add(context.Background(), j); err != nil {
 			b.Fatal(err)

@@ -363,21 +363,26 @@ func (s *Service) tick(ctx context.Context, now time.Time, only func(*Job) bool)
 		return nil, wake, nil
 	}
 	var batch []claimed
-	err = s.opt.Store.Update(ctx, func(f *File) (bool, error) {
+	err = s.opt.Store.edit(ctx, func(f *File, ch *change) error {
 		batch = batch[:0]
 		for i := range f.Jobs {
 			if len(batch) >= free {
 				break
 			}
-			j := &f.Jobs[i]
-			if !s.eligible(j) || (only != nil && !only(j)) {
+			cur := &f.Jobs[i]
+			if !s.eligible(cur) || (only != nil && !only(cur)) {
 				continue
 			}
-			if c, ok := s.claim(j, now); ok {
+			j := *cur // f is shared: claim a copy, journal what changed
+			c, ok := s.claim(&j, now)
+			if ok {
 				batch = append(batch, c)
 			}
+			if ok || j.Enabled != cur.Enabled {
+				ch.put(j)
+			}
 		}
-		return len(batch) > 0, nil
+		return nil
 	})
 	if err != nil {
 		return nil, wake, fmt.Errorf("cron: claim: %w", err)
@@ -535,47 +540,30 @@ func (s *Service) finishLoop() {
 // in between loses a log line but never fires twice.
 func (s *Service) finish(batch []result) {
 	var notices []Job
-	update := func(f *File) (bool, error) {
+	update := func(f *File, ch *change) error {
 		notices = notices[:0]
-		changed := false
 		for i := range batch {
 			r := &batch[i]
 			k := f.Find(r.job.ID)
 			if k < 0 {
 				continue // removed while running
 			}
-			j := &f.Jobs[k]
-			if j.Claim == nil || j.Claim.Owner != s.owner || !j.Claim.ScheduledAt.Equal(r.scheduledAt) {
-				s.log.Warn("cron: our claim was taken over before the fire finished", "job", j.ID)
+			if c := f.Jobs[k].Claim; c == nil || c.Owner != s.owner || !c.ScheduledAt.Equal(r.scheduledAt) {
+				s.log.Warn("cron: our claim was taken over before the fire finished", "job", r.job.ID)
 				continue
 			}
-			changed = true
-			j.Claim = nil
-			j.LastRunAt = r.firedAt
-			j.LastScheduledAt = r.scheduledAt
-			j.LastStatus = string(r.outcome.Status)
-			j.LastError = ""
-			if r.err != nil {
-				j.LastError = r.err.Error()
+			j := f.Jobs[k] // f is shared: record on a copy, journal it
+			if s.record(&j, r) {
+				notices = append(notices, j)
 			}
-			j.Fires++
-			if r.forced {
-				continue
-			}
-			if !j.Schedule.Recurring() && j.NextRunAt.IsZero() {
-				j.Enabled = false
-				continue
-			}
-			if s.decays(j, r) {
-				notices = append(notices, *j)
-			}
+			ch.put(j)
 		}
-		return changed, nil
+		return nil
 	}
 	var err error
 	for attempt := 0; attempt < 3; attempt++ {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*s.opt.Store.lockTimeout)
-		err = s.opt.Store.Update(ctx, update)
+		err = s.opt.Store.edit(ctx, update)
 		cancel()
 		if err == nil || errors.Is(err, ErrCorrupt) || errors.Is(err, ErrNewerSchema) {
 			break
@@ -619,6 +607,27 @@ func (s *Service) finish(batch []result) {
 			cancel()
 		}
 	}
+}
+
+// record writes fire r into j and reports whether it just auto-disabled j.
+func (s *Service) record(j *Job, r *result) bool {
+	j.Claim = nil
+	j.LastRunAt = r.firedAt
+	j.LastScheduledAt = r.scheduledAt
+	j.LastStatus = string(r.outcome.Status)
+	j.LastError = ""
+	if r.err != nil {
+		j.LastError = r.err.Error()
+	}
+	j.Fires++
+	if r.forced {
+		return false
+	}
+	if !j.Schedule.Recurring() && j.NextRunAt.IsZero() {
+		j.Enabled = false
+		return false
+	}
+	return s.decays(j, r)
 }
 
 // decays updates j's unanswered count after a delivered fire and reports

@@ -386,7 +386,7 @@ func TestCorruptFileIsMovedAsideNeverEmptied(t *testing.T) {
 func TestNewerSchemaRefusedAndUntouched(t *testing.T) {
 	h := newHarness(t, hopts{})
 	os.MkdirAll(filepath.Dir(h.store.Path()), 0o700)
-	body := []byte(`{"version":2,"jobs":[],"future":true}`)
+	body := []byte(`{"version":3,"jobs":[],"future":true}`)
 	os.WriteFile(h.store.Path(), body, 0o600)
 	if err := h.svc.Run(context.Background()); !errors.Is(err, ErrNewerSchema) {
 		t.Fatalf("Run = %v", err)

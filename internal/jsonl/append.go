@@ -145,3 +145,44 @@ func tailState(fh *os.File) (empty, torn bool, err error) {
 	}
 	return false, last[0] != '\n', nil
 }
+
+// TrimTorn cuts a last line that has no newline — an append cut short by
+// a crash — so the next append starts on a line of its own and the torn
+// bytes are gone rather than kept as a bad record. The caller must be the
+// only writer (it holds the log's lock). A missing file is fine.
+func TrimTorn(path string) error {
+	fh, err := os.OpenFile(path, os.O_RDWR, 0)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("jsonl: open %s: %w", path, err)
+	}
+	defer fh.Close()
+	empty, torn, err := tailState(fh)
+	if err != nil || empty || !torn {
+		return err
+	}
+	st, err := fh.Stat()
+	if err != nil {
+		return fmt.Errorf("jsonl: stat %s: %w", path, err)
+	}
+	// Walk back to the last newline, a chunk at a time.
+	end := st.Size()
+	buf := make([]byte, min(int64(chunk), end))
+	for end > 0 {
+		n := min(int64(len(buf)), end)
+		if _, err := fh.ReadAt(buf[:n], end-n); err != nil {
+			return fmt.Errorf("jsonl: read %s: %w", path, err)
+		}
+		if i := bytes.LastIndexByte(buf[:n], '\n'); i >= 0 {
+			end = end - n + int64(i) + 1
+			break
+		}
+		end -= n
+	}
+	if err := fh.Truncate(end); err != nil {
+		return fmt.Errorf("jsonl: trim torn tail of %s: %w", path, err)
+	}
+	return nil
+}

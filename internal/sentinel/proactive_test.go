@@ -97,16 +97,17 @@ func offerMenu(t *testing.T, h *sysHarness, options string) executor.PendingDeci
 
 func ledgerFires(t *testing.T, st *statefile.Store) []struct{ Session, Action, Topic string } {
 	t.Helper()
-	var p struct {
-		Fires []struct{ Session, Action, Topic string } `json:"fires"`
-	}
+	var fires []struct{ Session, Action, Topic string }
 	if err := st.View(context.Background(), func(tx *statefile.Tx) error {
-		_, err := tx.Get(policy.StateSection, &p)
+		stored, err := policy.StoredFires(tx)
+		for _, f := range stored {
+			fires = append(fires, struct{ Session, Action, Topic string }{f.Session, f.Action, f.Topic})
+		}
 		return err
 	}); err != nil {
 		t.Fatal(err)
 	}
-	return p.Fires
+	return fires
 }
 
 // §2.1: a pick answered right after its menu is executed: the menu's own

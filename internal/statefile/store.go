@@ -167,6 +167,11 @@ func (tx *Tx) Rev(section string) uint64 {
 	return tx.s.revs[section]
 }
 
+// Revision changes whenever any section's content changes (on disk or by
+// Put), so a component spread over many sections can skip looking at
+// each of them when nothing moved. Process-local, like Rev.
+func (tx *Tx) Revision() uint64 { return tx.s.nextRev }
+
 // Put replaces section with v's JSON encoding. The file is rewritten when
 // the Update callback returns nil.
 func (tx *Tx) Put(section string, v any) error {
@@ -414,6 +419,7 @@ func (s *Store) replaceSections(next map[string]json.RawMessage) {
 	for name := range s.sections {
 		if _, ok := next[name]; !ok {
 			delete(s.revs, name)
+			s.nextRev++ // Revision moves on a removal too
 		}
 	}
 	s.sections = next

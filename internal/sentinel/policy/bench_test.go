@@ -77,13 +77,21 @@ func TestCheckAllowDoesNotAllocate(t *testing.T) {
 
 // storedPolicy persists a 10k-entry ledger (~1 MB) and returns a fresh
 // policy reading it through a Store, plus a peer store on the same file.
-func storedPolicy(b *testing.B) (*Policy, *statefile.Store, string) {
+// legacy writes the older single-section layout instead.
+func storedPolicy(b *testing.B, legacy bool) (*Policy, *statefile.Store, *clock.Fake) {
 	mem, clk := filledPolicy(b, 10_000)
 	path := filepath.Join(b.TempDir(), "state.json")
 	peer, _ := statefile.Open(path, statefile.Options{})
-	err := peer.Update(context.Background(), func(tx *statefile.Tx) error {
-		return tx.Put(StateSection, mem.led.persist())
-	})
+	var err error
+	if legacy {
+		err = peer.Update(context.Background(), func(tx *statefile.Tx) error {
+			return tx.Put(StateSection, mem.led.persist())
+		})
+	} else {
+		writer, _ := New(roomyConfig(), Options{Clock: clk, Store: peer})
+		writer.led = mem.led
+		err = writer.updateLocked(context.Background(), func() {})
+	}
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -95,13 +103,16 @@ func storedPolicy(b *testing.B) (*Policy, *statefile.Store, string) {
 	if v := p.Check(context.Background(), allowReq); !v.Allow {
 		b.Fatal(v)
 	}
+	if n := len(p.led.fires); n != 10_000 {
+		b.Fatalf("loaded %d fires", n)
+	}
 	fi, _ := os.Stat(path)
 	b.ReportMetric(float64(fi.Size())/1e6, "MB_state")
-	return p, peer, path
+	return p, peer, clk
 }
 
 func BenchmarkCheckHydrate1MB(b *testing.B) {
-	p, _, _ := storedPolicy(b)
+	p, _, _ := storedPolicy(b, false)
 	ctx := context.Background()
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -112,32 +123,48 @@ func BenchmarkCheckHydrate1MB(b *testing.B) {
 	}
 }
 
-// BenchmarkCheckHydrateChanged: before every Check a peer rewrites the file.
+// BenchmarkCheckHydrateChanged: before every Check a peer process changes
+// the file; the peer's write is excluded from the timing.
 // "other_section": the peer changed the injector's section (file re-read,
-// policy ledger kept). "policy_section": the peer changed the policy's own
-// section (file re-read, ledger decoded and re-indexed). The peer's write is
-// excluded from the timing.
+// ledger kept). "policy_section": a peer policy recorded a fire (one hour
+// chunk rewritten: that chunk decoded, the new fire indexed).
+// "policy_outcome": a peer recorded a verdict (one day chunk decoded, the
+// ledger re-indexed from memory). "legacy_section": the older layout, the
+// whole ledger in one section, rewritten (decoded and re-indexed whole).
 func BenchmarkCheckHydrateChanged(b *testing.B) {
-	for _, section := range []string{"other_section", "policy_section"} {
+	for _, section := range []string{"other_section", "policy_section", "policy_outcome", "legacy_section"} {
 		b.Run(section, func(b *testing.B) {
-			p, peer, _ := storedPolicy(b)
+			p, peer, clk := storedPolicy(b, section == "legacy_section")
 			var peerState persisted
-			if section == "policy_section" {
+			if section == "legacy_section" {
 				peerState = p.led.persist()
 				peerState.Fires = append([]fireRec(nil), peerState.Fires...)
+			}
+			peerPolicy, err := New(roomyConfig(), Options{Clock: clk, Store: peer})
+			if err != nil {
+				b.Fatal(err)
 			}
 			ctx := context.Background()
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				b.StopTimer()
-				err := peer.Update(ctx, func(tx *statefile.Tx) error {
-					if section == "other_section" {
-						return tx.Put("injector", map[string]int{"n": i})
-					}
-					peerState.Multiplier = 1 + float64(i%2)/100
-					return tx.Put(StateSection, peerState)
-				})
+				switch section {
+				case "policy_section":
+					clk.Advance(time.Second)
+					_, err = peerPolicy.RecordFired(ctx, nudge(fmt.Sprintf("telegram:%d", i%50), fmt.Sprintf("topic-%d", i%500), fmt.Sprintf("peer message %d", i)))
+				case "policy_outcome":
+					clk.Advance(time.Second)
+					err = peerPolicy.RecordOutcome(ctx, fmt.Sprint("topic-", i%500), VerdictAccepted)
+				default:
+					err = peer.Update(ctx, func(tx *statefile.Tx) error {
+						if section == "other_section" {
+							return tx.Put("injector", map[string]int{"n": i})
+						}
+						peerState.Multiplier = 1 + float64(i%2)/100
+						return tx.Put(StateSection, peerState)
+					})
+				}
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -233,15 +233,21 @@ func (l *ledger) reindex(cfg *Config) {
 // prune drops records past retention and beyond the caps; it reports
 // whether anything went (the index then needs a rebuild).
 func (l *ledger) prune(cfg *Config, now time.Time) bool {
-	changed := false
+	dropped, outcomes := l.pruneParts(cfg, now)
+	return len(dropped) > 0 || outcomes
+}
+
+// pruneParts is prune reporting the fires it dropped (the oldest) and
+// whether verdicts went too.
+func (l *ledger) pruneParts(cfg *Config, now time.Time) (dropped []fireRec, outcomes bool) {
 	cut := now.Add(-fireRetention)
 	i := sort.Search(len(l.fires), func(i int) bool { return !l.fires[i].At.Before(cut) })
 	if over := len(l.fires) - i - cfg.LedgerCap; over > 0 {
 		i += over
 	}
 	if i > 0 {
+		dropped = slices.Clone(l.fires[:i])
 		l.fires = slices.Delete(l.fires, 0, i)
-		changed = true
 	}
 	ocut := now.Add(-outcomeWindow)
 	j := sort.Search(len(l.outcomes), func(i int) bool { return !l.outcomes[i].At.Before(ocut) })
@@ -250,9 +256,81 @@ func (l *ledger) prune(cfg *Config, now time.Time) bool {
 	}
 	if j > 0 {
 		l.outcomes = slices.Delete(l.outcomes, 0, j)
-		changed = true
+		outcomes = true
 	}
-	return changed
+	return dropped, outcomes
+}
+
+// unindexOldest takes the fires prune just dropped out of the index, so a
+// ledger at its cap does not re-index 10,000 fires for every new one. The
+// dropped fires are the oldest, so every remaining fire is newer: a
+// per-key latest time equal to a dropped fire's has no successor and
+// goes. It reports false — the caller re-indexes — on anything it cannot
+// take out exactly: a tie in time with a remaining fire, or the new fire
+// (not indexed yet) among the dropped.
+func (l *ledger) unindexOldest(dropped []fireRec, newID string) bool {
+	if len(l.fires) > 0 && !l.fires[0].At.After(dropped[len(dropped)-1].At) {
+		return false
+	}
+	popFront := func(s *[]int64, at int64) bool {
+		if len(*s) == 0 || (*s)[0] != at {
+			return false
+		}
+		*s = (*s)[1:]
+		return true
+	}
+	unstamp := func(session string, at int64) {
+		if session == "" {
+			return
+		}
+		if h := hashString(session); l.sessions[h] == at {
+			delete(l.sessions, h)
+		}
+	}
+	for i := range dropped {
+		f := &dropped[i]
+		if f.ID == newID {
+			return false
+		}
+		at := f.At.UnixNano()
+		switch {
+		case f.Source == sourceCron:
+		case f.Action == ActionSpawn:
+			if !popFront(&l.spawnTimes, at) {
+				return false
+			}
+		default:
+			if !popFront(&l.nudgeTimes, at) {
+				return false
+			}
+			if f.Source != sourceAnswer {
+				unstamp(f.Session, at)
+				for _, s := range f.Also {
+					unstamp(s, at)
+				}
+			}
+		}
+		if l.dedup[f.Hash] == at {
+			delete(l.dedup, f.Hash)
+		}
+		if f.Source == sourceAnswer {
+			continue
+		}
+		ts := l.topics[hashString(f.Topic)]
+		if ts == nil || !popFront(&ts.fires, at) {
+			return false
+		}
+		if ts.lastFire == at {
+			ts.lastFire = 0
+		}
+		if f.Source == sourceCron {
+			ts.cronFires--
+			if ts.lastCron == at {
+				ts.lastCron = 0
+			}
+		}
+	}
+	return true
 }
 
 // addFire appends a fire, keeping the index current without a full rebuild
@@ -262,7 +340,8 @@ func (l *ledger) addFire(f fireRec, cfg *Config, now time.Time) {
 	if n := len(l.fires); n > 1 && l.fires[n-1].At.Before(l.fires[n-2].At) {
 		sort.SliceStable(l.fires, func(i, j int) bool { return l.fires[i].At.Before(l.fires[j].At) })
 	}
-	if l.prune(cfg, now) {
+	dropped, outcomesDropped := l.pruneParts(cfg, now)
+	if outcomesDropped || len(dropped) > 0 && !l.unindexOldest(dropped, f.ID) {
 		l.reindex(cfg)
 		return
 	}

@@ -128,9 +128,9 @@ type Policy struct {
 	ovFn  func() Overrides
 	newID func() string
 
-	mu  sync.Mutex
-	led *ledger
-	rev uint64 // store revision the ledger reflects
+	mu     sync.Mutex
+	led    *ledger
+	stored *stored // what the store's sections hold, as far as this process knows
 }
 
 // New returns a policy for cfg.
@@ -152,7 +152,7 @@ func New(cfg Config, opts Options) (*Policy, error) {
 	}
 	return &Policy{
 		cfg: cfg, clk: opts.Clock, store: opts.Store, log: opts.Logger,
-		ovFn: opts.Overrides, newID: opts.NewID, led: newLedger(),
+		ovFn: opts.Overrides, newID: opts.NewID, led: newLedger(), stored: newStored(),
 	}, nil
 }
 
@@ -175,19 +175,7 @@ func (p *Policy) hydrateLocked(ctx context.Context) error {
 }
 
 func (p *Policy) loadTx(tx *statefile.Tx) error {
-	rev := tx.Rev(StateSection)
-	if rev == p.rev || rev == 0 {
-		// Absent (fresh or moved-aside file): keep what we hold in memory;
-		// the next write persists it.
-		return nil
-	}
-	var st persisted
-	if _, err := tx.Get(StateSection, &st); err != nil {
-		return err
-	}
-	p.led.rebuild(st, &p.cfg, p.clk.Now())
-	p.rev = rev
-	return nil
+	return p.stored.load(tx, p.led, &p.cfg, p.clk.Now())
 }
 
 // update runs mutate on a freshly hydrated ledger and writes it back.
@@ -196,17 +184,19 @@ func (p *Policy) updateLocked(ctx context.Context, mutate func()) error {
 		mutate()
 		return nil
 	}
-	return p.store.Update(ctx, func(tx *statefile.Tx) error {
+	err := p.store.Update(ctx, func(tx *statefile.Tx) error {
 		if err := p.loadTx(tx); err != nil {
 			return err
 		}
 		mutate()
-		if err := tx.Put(StateSection, p.led.persist()); err != nil {
-			return err
-		}
-		p.rev = tx.Rev(StateSection)
-		return nil
+		return p.stored.save(tx, p.led)
 	})
+	if err != nil {
+		// Nothing may have landed: look at every section's revision next
+		// time; those we put and the file lacks read as changed.
+		p.stored.seen = 0
+	}
+	return err
 }
 
 func (p *Policy) overrides() (Overrides, bool) {

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -95,19 +96,27 @@ const (
 	numberWords  = `\d{1,3}|a|an|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve`
 )
 
-var (
-	isoRe      = regexp.MustCompile(`\b(\d{4})-(\d{2})-(\d{2})(?:[ T](\d{1,2}):(\d{2}))?`)
-	weekdayRe  = regexp.MustCompile(`(?i)\b(?:(this|next|on|by|until|till)\s+)?(` + weekdayNames + `)(?:'s)?\b`)
-	todayRe    = regexp.MustCompile(`(?i)\b(today|tonight|this evening)\b`)
-	relativeRe = regexp.MustCompile(`\b(the day after tomorrow|day after tomorrow|tomorrow|tmrw|next week|next month|this weekend|(?:the )?end of (?:the )?(?:week|month)|in (` + numberWords + `) (days?|weeks?|months?))\b`)
-	dayMonthRe = regexp.MustCompile(`\b(\d{1,2})(?:st|nd|rd|th)?(?:\s+of)?\s+(` + monthNames + `)\.?(?:,?\s+(\d{4}))?\b`)
-	monthDayRe = regexp.MustCompile(`\b(` + monthNames + `)\.?\s+(\d{1,2})(?:st|nd|rd|th)?\b(?:,?\s+(\d{4}))?`)
-	// Slashes (12/15, 12/15/26) or dots with a year (15.12.2026), so decimals
-	// like 3.5 never read as dates; no digit, dot or slash around it, so
-	// paths, versions and longer numbers stay what they are.
-	numericRe = regexp.MustCompile(`(?:^|[^\w/.])((\d{1,2})(?:/(\d{1,2})(?:/(\d{4}|\d{2}))?|\.(\d{1,2})\.(\d{4}|\d{2})))(?:$|[^\w/.])`)
-	clockRe   = regexp.MustCompile(`(?i)\b(?:at\s+)?(?:([01]?\d|2[0-3]):([0-5]\d)(?:\s*(am|pm))?|(1[0-2]|0?[1-9])\s*(am|pm)|(noon|midday))\b`)
-)
+// patterns are compiled on first use, not at start-up: every raven process
+// (a cron add, a status) imports this package, few parse a deadline.
+type patterns struct {
+	iso, weekday, today, relative, dayMonth, monthDay, numeric, clock *regexp.Regexp
+}
+
+var pat = sync.OnceValue(func() *patterns {
+	return &patterns{
+		iso:      regexp.MustCompile(`\b(\d{4})-(\d{2})-(\d{2})(?:[ T](\d{1,2}):(\d{2}))?`),
+		weekday:  regexp.MustCompile(`(?i)\b(?:(this|next|on|by|until|till)\s+)?(` + weekdayNames + `)(?:'s)?\b`),
+		today:    regexp.MustCompile(`(?i)\b(today|tonight|this evening)\b`),
+		relative: regexp.MustCompile(`\b(the day after tomorrow|day after tomorrow|tomorrow|tmrw|next week|next month|this weekend|(?:the )?end of (?:the )?(?:week|month)|in (` + numberWords + `) (days?|weeks?|months?))\b`),
+		dayMonth: regexp.MustCompile(`\b(\d{1,2})(?:st|nd|rd|th)?(?:\s+of)?\s+(` + monthNames + `)\.?(?:,?\s+(\d{4}))?\b`),
+		monthDay: regexp.MustCompile(`\b(` + monthNames + `)\.?\s+(\d{1,2})(?:st|nd|rd|th)?\b(?:,?\s+(\d{4}))?`),
+		// Slashes (12/15, 12/15/26) or dots with a year (15.12.2026), so decimals
+		// like 3.5 never read as dates; no digit, dot or slash around it, so
+		// paths, versions and longer numbers stay what they are.
+		numeric: regexp.MustCompile(`(?:^|[^\w/.])((\d{1,2})(?:/(\d{1,2})(?:/(\d{4}|\d{2}))?|\.(\d{1,2})\.(\d{4}|\d{2})))(?:$|[^\w/.])`),
+		clock:   regexp.MustCompile(`(?i)\b(?:at\s+)?(?:([01]?\d|2[0-3]):([0-5]\d)(?:\s*(am|pm))?|(1[0-2]|0?[1-9])\s*(am|pm)|(noon|midday))\b`),
+	}
+})
 
 var weekdays = map[string]time.Weekday{"sunday": time.Sunday, "monday": time.Monday, "tuesday": time.Tuesday, "wednesday": time.Wednesday, "thursday": time.Thursday, "friday": time.Friday, "saturday": time.Saturday}
 
@@ -151,17 +160,17 @@ func (r Resolver) Find(line string, written time.Time) []Match {
 	// hold no date, and a substring check costs a fraction of a regexp scan.
 	digits := strings.ContainsAny(line, "0123456789")
 	hasMonth := digits && containsAny(line, monthStems)
-	for _, ix := range matches(isoRe, line, digits && strings.Contains(line, "-")) {
+	for _, ix := range matches(pat().iso, line, digits && strings.Contains(line, "-")) {
 		m, ok := iso(line, ix, written.Location())
 		add(ix[0], ix[1], m, ok)
 	}
-	for _, ix := range matches(dayMonthRe, line, hasMonth) {
+	for _, ix := range matches(pat().dayMonth, line, hasMonth) {
 		d, _ := strconv.Atoi(line[ix[2]:ix[3]])
 		mo := months[strings.ToLower(line[ix[4]:ix[5]])]
 		at, ok := monthDay(day, mo, d, group(line, ix, 3))
 		add(ix[0], ix[1], Match{At: at, Form: FormMonthDay}, ok)
 	}
-	for _, ix := range matches(monthDayRe, line, hasMonth) {
+	for _, ix := range matches(pat().monthDay, line, hasMonth) {
 		if orig[ix[2]:ix[3]] == "may" {
 			continue // "you may 5…": lower-case "may" before a number is the verb
 		}
@@ -170,18 +179,18 @@ func (r Resolver) Find(line string, written time.Time) []Match {
 		at, ok := monthDay(day, mo, d, group(line, ix, 3))
 		add(ix[0], ix[1], Match{At: at, Form: FormMonthDay}, ok)
 	}
-	for _, ix := range matches(numericRe, line, digits && strings.ContainsAny(line, "/.")) {
+	for _, ix := range matches(pat().numeric, line, digits && strings.ContainsAny(line, "/.")) {
 		at, ok := r.numeric(line, ix, day)
 		add(ix[2], ix[3], Match{At: at, Form: FormNumeric}, ok)
 	}
-	for _, ix := range matches(relativeRe, line, containsAny(line, relativeWords)) {
+	for _, ix := range matches(pat().relative, line, containsAny(line, relativeWords)) {
 		at, ok := relative(strings.ToLower(line[ix[2]:ix[3]]), group(line, ix, 2), group(line, ix, 3), day)
 		add(ix[0], ix[1], Match{At: at, Form: FormRelative}, ok)
 	}
-	for _, ix := range matches(todayRe, line, containsAny(line, todayWords)) {
+	for _, ix := range matches(pat().today, line, containsAny(line, todayWords)) {
 		add(ix[0], ix[1], Match{At: day, Form: FormToday}, true)
 	}
-	for _, ix := range matches(weekdayRe, line, strings.Contains(line, "day")) {
+	for _, ix := range matches(pat().weekday, line, strings.Contains(line, "day")) {
 		mod := strings.ToLower(group(line, ix, 1))
 		wd := weekdays[strings.ToLower(line[ix[4]:ix[5]])]
 		s := ix[0]
@@ -194,7 +203,7 @@ func (r Resolver) Find(line string, written time.Time) []Match {
 
 	if len(spans) == 1 && !spans[0].m.HasTime {
 		var clocks [][]int
-		for _, ix := range matches(clockRe, line, digits || strings.Contains(line, "noon") || strings.Contains(line, "midday")) {
+		for _, ix := range matches(pat().clock, line, digits || strings.Contains(line, "noon") || strings.Contains(line, "midday")) {
 			if !taken(ix[0], ix[1]) {
 				clocks = append(clocks, ix)
 			}
