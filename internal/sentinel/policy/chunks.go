@@ -145,7 +145,7 @@ func (s *stored) loadSections(tx *statefile.Tx, l *ledger, cfg *Config, now time
 	// Decode the changed chunks, noting whether the change is only fires
 	// appended (and old ones trimmed from a chunk's front).
 	var added []fireRec
-	appendOnly, trimmed := true, false
+	appendOnly, trimmed, outcomesChanged := true, false, false
 	for _, i := range changed {
 		name := s.names[i]
 		if i < fireSlots {
@@ -166,7 +166,7 @@ func (s *stored) loadSections(tx *statefile.Tx, l *ledger, cfg *Config, now time
 				return err
 			}
 			s.outcomes[i-fireSlots] = outs
-			appendOnly = false
+			outcomesChanged = true
 		}
 		s.revs[name] = tx.Rev(name)
 	}
@@ -177,6 +177,11 @@ func (s *stored) loadSections(tx *statefile.Tx, l *ledger, cfg *Config, now time
 		slices.SortStableFunc(added, func(a, b fireRec) int { return a.At.Compare(b.At) })
 		for _, f := range added {
 			l.addFire(f, cfg, now)
+		}
+		if outcomesChanged {
+			// A verdict changes only what verdicts index; the fires'
+			// index (the bulk of the ledger) stays.
+			l.setOutcomes(s.allOutcomes(), cfg, now)
 		}
 		l.multiplier = s.head.Multiplier
 		if l.multiplier <= 0 {
@@ -225,6 +230,15 @@ func sameFire(a, b *fireRec) bool {
 }
 
 // persisted merges the chunks into the ledger's persisted form.
+// allOutcomes are the outcome chunks' records, in slot order.
+func (s *stored) allOutcomes() []outcomeRec {
+	var out []outcomeRec
+	for _, c := range s.outcomes {
+		out = append(out, c...)
+	}
+	return out
+}
+
 func (s *stored) persisted() persisted {
 	n := 0
 	for _, c := range s.fires {

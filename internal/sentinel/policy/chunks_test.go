@@ -114,17 +114,30 @@ func TestChunkedLedgerPeersAgree(t *testing.T) {
 	}
 	writer, reader := open(), open()
 	ctx := context.Background()
+	var lastDismissedID string
 	for i := range 200 {
 		// Hours apart now and then, so fires spread over many chunks and
 		// retention (8 days) drops whole ones.
 		clk.Advance(time.Duration(1+i%3)*time.Minute + time.Duration(i%17/16)*20*time.Hour)
-		if _, err := writer.RecordFired(ctx, mixedRequest(i)); err != nil {
+		id, err := writer.RecordFired(ctx, mixedRequest(i))
+		if err != nil {
 			t.Fatal(err)
 		}
-		if i%13 == 0 {
-			if err := writer.RecordOutcome(ctx, fmt.Sprintf("topic-%d", i%5), VerdictAccepted); err != nil {
-				t.Fatal(err)
-			}
+		// Every kind of verdict, and the owner changing their mind on a
+		// nudge (the verdict replaced): only what verdicts index changes.
+		switch {
+		case i%13 == 0:
+			err = writer.RecordOutcome(ctx, fmt.Sprintf("topic-%d", i%5), VerdictAccepted)
+		case i%7 == 0:
+			err = writer.RecordOutcome(ctx, id, VerdictDismissed)
+			lastDismissedID = id
+		case i%11 == 0:
+			err = writer.RecordOutcome(ctx, id, VerdictNeutral)
+		case i%17 == 0 && lastDismissedID != "":
+			err = writer.RecordOutcome(ctx, lastDismissedID, VerdictAccepted)
+		}
+		if err != nil {
+			t.Fatal(err)
 		}
 		reader.Check(ctx, allowReq)
 		fresh := open()

@@ -230,6 +230,37 @@ func (l *ledger) reindex(cfg *Config) {
 	}
 }
 
+// setOutcomes replaces the verdicts with outs (a peer changed them) and
+// rebuilds only what verdicts index — per-topic verdict counts, rejects
+// and last dismissals, the hour and high-priority rates, the last
+// dismissal — leaving the fires' index as it is.
+func (l *ledger) setOutcomes(outs []outcomeRec, cfg *Config, now time.Time) {
+	sort.SliceStable(outs, func(i, j int) bool { return outs[i].At.Before(outs[j].At) })
+	l.outcomes = outs
+	l.pruneOutcomes(cfg, now)
+	for _, ts := range l.topics {
+		ts.verdicts, ts.rejects, ts.lastDismissed = rateCount{}, ts.rejects[:0], 0
+	}
+	l.hours, l.high, l.lastDismissal = [24]rateCount{}, rateCount{}, 0
+	for _, o := range l.outcomes {
+		l.indexOutcome(o, cfg)
+	}
+}
+
+// pruneOutcomes drops verdicts past the outcome window and beyond the cap.
+func (l *ledger) pruneOutcomes(cfg *Config, now time.Time) bool {
+	ocut := now.Add(-outcomeWindow)
+	j := sort.Search(len(l.outcomes), func(i int) bool { return !l.outcomes[i].At.Before(ocut) })
+	if over := len(l.outcomes) - j - cfg.OutcomeCap; over > 0 {
+		j += over
+	}
+	if j > 0 {
+		l.outcomes = slices.Delete(l.outcomes, 0, j)
+		return true
+	}
+	return false
+}
+
 // prune drops records past retention and beyond the caps; it reports
 // whether anything went (the index then needs a rebuild).
 func (l *ledger) prune(cfg *Config, now time.Time) bool {
@@ -249,15 +280,7 @@ func (l *ledger) pruneParts(cfg *Config, now time.Time) (dropped []fireRec, outc
 		dropped = slices.Clone(l.fires[:i])
 		l.fires = slices.Delete(l.fires, 0, i)
 	}
-	ocut := now.Add(-outcomeWindow)
-	j := sort.Search(len(l.outcomes), func(i int) bool { return !l.outcomes[i].At.Before(ocut) })
-	if over := len(l.outcomes) - j - cfg.OutcomeCap; over > 0 {
-		j += over
-	}
-	if j > 0 {
-		l.outcomes = slices.Delete(l.outcomes, 0, j)
-		outcomes = true
-	}
+	outcomes = l.pruneOutcomes(cfg, now)
 	return dropped, outcomes
 }
 
