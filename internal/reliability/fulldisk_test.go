@@ -37,7 +37,7 @@ func namesOne(msg string, files []string) bool {
 
 func diskWriters() []diskWriter {
 	return []diskWriter{
-		{"cron-add", []string{"jobs.json"}, func(i int, _ string) []string {
+		{"cron-add", []string{"jobs.journal.jsonl", "jobs.json"}, func(i int, _ string) []string {
 			return []string{"cron", "add", "--name", fmt.Sprintf("fd%d", i), "--message", strings.Repeat("m", 300), "--every", "1h"}
 		}},
 		{"prefs-set", []string{"preferences.json"}, func(i int, _ string) []string {
