@@ -233,15 +233,13 @@ func locks(ctx context.Context, p config.Paths) []Check {
 		lk.Release()
 		out = append(out, Check{Name: l.name, Status: OK, Detail: l.path + " free"})
 	}
-	// TryAcquire would create the lock file and its directory: with no
+	// Held would create the lock file and its directory: with no
 	// file, no gateway ever ran here.
 	if _, err := os.Stat(p.GatewayLock()); err != nil {
 		out = append(out, Check{Name: "gateway", Status: OK, Detail: "not running"})
 		return out
 	}
-	gl := statefile.NewLock(p.GatewayLock())
-	if ok, err := gl.TryAcquire(); err == nil && ok {
-		gl.Release()
+	if held, err := statefile.NewLock(p.GatewayLock()).Held(); err == nil && !held {
 		out = append(out, Check{Name: "gateway", Status: OK, Detail: "not running"})
 	} else {
 		pid, _ := os.ReadFile(p.GatewayLock())

@@ -75,13 +75,17 @@ func (g *Gateway) Control() *controlapi.Server { return g.control }
 func Run(ctx context.Context, o DaemonOptions) error {
 	start := time.Now()
 	lock := statefile.NewLock(o.Runtime.Paths.GatewayLock())
-	ok, err := lock.TryAcquire()
-	if err != nil {
-		return err
-	}
-	if !ok {
+	// A command probing whether a gateway runs holds the lock shared for a
+	// moment: wait that out, but not a gateway that really runs.
+	lctx, cancel := context.WithTimeout(ctx, lockProbeWait)
+	err := lock.Acquire(lctx)
+	cancel()
+	if errors.Is(err, statefile.ErrLockTimeout) {
 		pid := readPID(o.Runtime.Paths.GatewayLock())
 		return fmt.Errorf("%w for %s (pid %s); stop it first or use another --data-dir", ErrAlreadyRunning, o.Runtime.Paths.Root, pid)
+	}
+	if err != nil {
+		return err
 	}
 	defer lock.Release()
 	if err := os.WriteFile(o.Runtime.Paths.GatewayLock(), []byte(strconv.Itoa(os.Getpid())+"\n"), 0o600); err != nil {
@@ -214,16 +218,18 @@ func (g *Gateway) wire(ctx context.Context, o DaemonOptions) error {
 	return nil
 }
 
+// lockProbeWait bounds the wait for the gateway lock at start: long enough
+// for a concurrent probe (Running) to let go, short enough that a second
+// gateway is refused at once.
+const lockProbeWait = 250 * time.Millisecond
+
 // Running reports whether a gateway holds paths' data dir, and its pid.
 func Running(p config.Paths) (bool, string, error) {
-	lock := statefile.NewLock(p.GatewayLock())
-	ok, err := lock.TryAcquire()
-	if err != nil {
+	// A shared probe: concurrent probers (three `cron serve` starting at
+	// once) never take each other for the gateway.
+	held, err := statefile.NewLock(p.GatewayLock()).Held()
+	if err != nil || !held {
 		return false, "", err
-	}
-	if ok {
-		lock.Release()
-		return false, "", nil
 	}
 	return true, readPID(p.GatewayLock()), nil
 }

@@ -57,6 +57,25 @@ func (l *Lock) TryAcquire() (bool, error) {
 	return ok, nil
 }
 
+// Held reports whether another process holds the lock exclusively. It
+// probes with a shared lock, so any number of processes can probe at once
+// without seeing each other as the holder.
+func (l *Lock) Held() (bool, error) {
+	if err := os.MkdirAll(filepath.Dir(l.fl.Path()), 0o700); err != nil {
+		return false, fmt.Errorf("statefile: mkdir for lock %s: %w", l.fl.Path(), err)
+	}
+	ok, err := l.fl.TryRLock()
+	if err != nil {
+		return false, fmt.Errorf("statefile: probe lock %s: %w", l.fl.Path(), err)
+	}
+	if ok {
+		if err := l.fl.Unlock(); err != nil {
+			return false, fmt.Errorf("statefile: unlock %s: %w", l.fl.Path(), err)
+		}
+	}
+	return !ok, nil
+}
+
 // Release drops the lock.
 func (l *Lock) Release() error {
 	if err := l.fl.Unlock(); err != nil {
