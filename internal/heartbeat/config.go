@@ -32,6 +32,12 @@ type Config struct {
 	MaxFileBytes int `json:"max_file_bytes"`
 	// TurnTimeout bounds phase two (the agent turn run for the tasks).
 	TurnTimeout configtype.Duration `json:"turn_timeout"`
+	// QuietHours keeps the heartbeat silent in the owner's quiet hours
+	// (sentinel.policy's, learned ones included): no model call there, the
+	// tasks wait for the first tick after them; an explicit wake
+	// (`raven heartbeat trigger`, a finished subagent or cron fire) still
+	// runs. Default true.
+	QuietHours bool `json:"quiet_hours"`
 }
 
 // DefaultConfig returns the documented defaults (heartbeat on).
@@ -42,6 +48,7 @@ func DefaultConfig() Config {
 		WakeMinInterval: configtype.Duration(DefaultWakeMinInterval),
 		MaxFileBytes:    DefaultMaxFileBytes,
 		TurnTimeout:     configtype.Duration(DefaultTurnTimeout),
+		QuietHours:      true,
 	}
 }
 

@@ -69,6 +69,9 @@ type Options struct {
 	// OnTick, when set, observes every tick's outcome (usage accounting
 	// marks a tick that delivered nothing as silent).
 	OnTick func(Outcome)
+	// Quiet reports the owner's quiet hours (heartbeat.quiet_hours): a
+	// scheduled tick then makes no model call. Nil: never quiet.
+	Quiet func() bool
 }
 
 // Route names the path a tick took.
@@ -78,6 +81,7 @@ const (
 	RouteNoFile    Route = "no_file"       // HEARTBEAT.md absent: no model call
 	RouteEmpty     Route = "template_only" // nothing but template: no model call
 	RouteNoModel   Route = "no_model"      // tasks present but no model configured
+	RouteQuiet     Route = "quiet_hours"   // the owner's quiet hours: no model call, tasks wait
 	RouteSkip      Route = "skip"          // the model decided nothing is due
 	RouteMalformed Route = "malformed"     // the model's decision was unusable: skipped
 	RouteRun       Route = "run"           // phase two ran
@@ -243,6 +247,13 @@ func (s *Service) tick(ctx context.Context, wakeReasons []string) (out Outcome, 
 		return out, nil
 	case s.opts.Provider == nil:
 		out.Route, out.Reason = RouteNoModel, "HEARTBEAT.md has tasks but no model is configured"
+		return out, nil
+	}
+	if len(wakeReasons) == 0 && s.opts.Quiet != nil && s.opts.Quiet() {
+		// Idle heartbeats are where agents burn tokens at night: a
+		// scheduled tick in quiet hours asks nothing; a wake someone
+		// asked for still runs.
+		out.Route, out.Reason = RouteQuiet, "the owner's quiet hours: the tasks wait for the first tick after them"
 		return out, nil
 	}
 	if st.Truncated {

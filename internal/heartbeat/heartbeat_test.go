@@ -426,3 +426,23 @@ func TestSetIntervalRunning(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// In the owner's quiet hours a scheduled tick asks the model nothing; a
+// wake someone asked for still runs; outside them the tick runs as ever.
+func TestQuietHoursMakeNoModelCall(t *testing.T) {
+	quiet := true
+	prov := &fakeProvider{resp: decide(`{"action":"skip","reason":"not 9:00"}`)}
+	r := newRig(t, ptr(activeFile), prov, func(o *Options) { o.Quiet = func() bool { return quiet } })
+	ctx := context.Background()
+	out, err := r.svc.TickOnce(ctx)
+	if err != nil || out.Route != RouteQuiet || out.ModelCalled || prov.n() != 0 {
+		t.Fatalf("quiet tick: %+v %v, %d calls", out, err, prov.n())
+	}
+	if out, err = r.svc.tick(ctx, []string{"raven heartbeat trigger"}); err != nil || !out.ModelCalled || prov.n() != 1 {
+		t.Fatalf("an explicit wake in quiet hours: %+v %v, %d calls", out, err, prov.n())
+	}
+	quiet = false
+	if out, err = r.svc.TickOnce(ctx); err != nil || out.Route != RouteSkip || prov.n() != 2 {
+		t.Fatalf("after quiet hours: %+v %v, %d calls", out, err, prov.n())
+	}
+}

@@ -29,6 +29,10 @@ func (r *Runtime) buildHeartbeat(context.Context, Options) error {
 	o.Clock, o.Logger = r.clk, r.log.With("component", "heartbeat")
 	o.Resolve = r.heartbeatTargets
 	o.OnTick = r.settleHeartbeatTick
+	if r.cfg.Heartbeat.QuietHours {
+		pol := r.sentinel.Policy
+		o.Quiet = func() bool { return pol.SnapshotState().InQuietHours }
+	}
 	hb, err := heartbeat.New(o)
 	if err != nil {
 		return err

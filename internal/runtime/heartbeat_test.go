@@ -5,6 +5,7 @@ import (
 	"os"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/raven-agent/raven/internal/heartbeat"
 	"github.com/raven-agent/raven/internal/llm"
@@ -78,5 +79,25 @@ func TestHeartbeatTickReachesAttachedTerminal(t *testing.T) {
 				t.Fatal("a manual run reached channels.forward")
 			}
 		})
+	}
+}
+
+// heartbeat.quiet_hours (default on), through the assembled runtime: in
+// the owner's quiet hours (sentinel.policy's, 23:00–07:00 by default) a
+// heartbeat tick with tasks makes no model call; after them it does.
+func TestHeartbeatQuietHoursByDefault(t *testing.T) {
+	prov := llm.NewScripted([]llm.Turn{{Content: "nothing due"}})
+	a, clk := newApp(t, false, prov)
+	if err := os.WriteFile(a.Paths().Heartbeat(), []byte("# Heartbeat\n## Tasks\n- At 9:00 send me the agenda.\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	clk.Set(time.Date(2025, 3, 5, 2, 0, 0, 0, time.UTC))
+	if out, err := a.Heartbeat().TickOnce(ctx); err != nil || out.Route != heartbeat.RouteQuiet || len(prov.Requests()) != 0 {
+		t.Fatalf("02:00: %+v %v, %d model calls", out, err, len(prov.Requests()))
+	}
+	clk.Set(time.Date(2025, 3, 5, 9, 0, 0, 0, time.UTC))
+	if out, _ := a.Heartbeat().TickOnce(ctx); !out.ModelCalled || len(prov.Requests()) != 1 {
+		t.Fatalf("09:00: %+v, %d model calls", out, len(prov.Requests()))
 	}
 }

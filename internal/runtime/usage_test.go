@@ -173,6 +173,8 @@ func TestAmbientCapPausesUntilNextDay(t *testing.T) {
 	a, clk, srv := newMeteredApp(t, func(c *config.Config) {
 		c.Usage.Caps = map[string]usage.Cap{usage.ScopeAmbient: {DailyTokens: 1}}
 		c.Sentinel.Policy.Location = time.FixedZone("CET", 3600) // the owner's zone
+		// The pause is what is tested around midnight, not quiet hours.
+		c.Heartbeat.QuietHours = false
 	})
 	srv.On(fakeopenai.Offers(sentinel.PlannerToolName), fakeopenai.Always(fakeopenai.Call(sentinel.PlannerToolName,
 		`{"action":"skip","reason":"nothing to say","priority":"low","proactivity_score":0.1}`)))

@@ -87,6 +87,9 @@ func TestEveryScenarioHoldsTheFigures(t *testing.T) {
 			if rep.Quiet.NonHighDeliveries != 0 {
 				t.Errorf("%d non-high-priority deliveries in quiet hours", rep.Quiet.NonHighDeliveries)
 			}
+			if rep.Heartbeat.QuietModelCalls != 0 {
+				t.Errorf("%d heartbeat model calls on %d quiet-hour ticks", rep.Heartbeat.QuietModelCalls, rep.Heartbeat.QuietTicks)
+			}
 			if rep.DuplicateDeliveries != 0 || rep.Deadlines.Duplicates != 0 {
 				t.Errorf("%d duplicate deliveries (%d of deadlines)", rep.DuplicateDeliveries, rep.Deadlines.Duplicates)
 			}

@@ -199,8 +199,13 @@ type CronStats struct {
 
 // HeartbeatStats are the heartbeat's ticks.
 type HeartbeatStats struct {
-	Ticks int `json:"ticks"`
-	Ran   int `json:"ran"`
+	Ticks      int `json:"ticks"`
+	Ran        int `json:"ran"`
+	ModelCalls int `json:"model_calls"`
+	// QuietTicks fell in the owner's quiet hours; QuietModelCalls is what
+	// they cost (heartbeat.quiet_hours on: 0).
+	QuietTicks      int `json:"quiet_ticks"`
+	QuietModelCalls int `json:"quiet_model_calls"`
 }
 
 // DayStats are one local day.
@@ -294,7 +299,7 @@ func (r *Report) rows() [][2]string {
 		{"outbox", fmt.Sprintf("%d shown, wait avg %.0fm max %.0fm, %d left", r.Outbox.Shown, r.Outbox.AvgWaitMinutes, r.Outbox.MaxWaitMinutes, r.Outbox.LeftAtEnd)},
 		{"planner inputs", fmt.Sprintf("calendar %d events on %d days; daily analysis %d calls, in context %d days; routines %q",
 			r.Inputs.CalendarEvents, r.Inputs.CalendarDays, r.Inputs.AnalysisCalls, r.Inputs.AnalysisDays, r.Inputs.Routines)},
-		{"cron / heartbeat", fmt.Sprintf("%d fires (%d decayed) / %d ticks, %d ran", r.Cron.Fires, r.Cron.Decayed, r.Heartbeat.Ticks, r.Heartbeat.Ran)},
+		{"cron / heartbeat", fmt.Sprintf("%d fires (%d decayed) / %d ticks, %d ran, %d model calls (%d on %d quiet ticks)", r.Cron.Fires, r.Cron.Decayed, r.Heartbeat.Ticks, r.Heartbeat.Ran, r.Heartbeat.ModelCalls, r.Heartbeat.QuietModelCalls, r.Heartbeat.QuietTicks)},
 		{"wall time", fmt.Sprintf("%dms", r.WallMillis)},
 	}
 }

@@ -555,12 +555,18 @@ func (w *world) run(ctx context.Context) error {
 		if w.cfg.Heartbeat.Enabled && !w.hbAt.After(now) {
 			w.hbAt = now.Add(w.cfg.Heartbeat.Interval.D())
 			w.rep.Heartbeat.Ticks++
+			before := w.meter.Calls(OriginHeartbeat)
 			out, err := w.rt.Heartbeat().TickOnce(ctx)
 			if err != nil {
 				w.o.Logger.Warn("simulate: heartbeat tick failed", "err", err)
 			}
 			if out.Action == "run" {
 				w.rep.Heartbeat.Ran++
+			}
+			w.rep.Heartbeat.ModelCalls += w.meter.Calls(OriginHeartbeat) - before
+			if w.quiet(now) {
+				w.rep.Heartbeat.QuietTicks++
+				w.rep.Heartbeat.QuietModelCalls += w.meter.Calls(OriginHeartbeat) - before
 			}
 		}
 		if !w.tickAt.After(now) {
