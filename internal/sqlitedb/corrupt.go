@@ -107,11 +107,31 @@ func isCorruption(err error) bool {
 	return code == corrupt || code == notADB
 }
 
+// schemaChanged reports SQLITE_SCHEMA: a peer process changed the schema
+// (a migration creating tables) while the statement ran.
+func schemaChanged(err error) bool {
+	var se *sqlite.Error
+	const schema = 17
+	return errors.As(err, &se) && se.Code()&0xff == schema
+}
+
+// quickCheckTries bounds the re-runs of a check a peer's migration
+// interrupted.
+const quickCheckTries = 5
+
 // quickCheck runs PRAGMA quick_check and returns a reason when it finds
-// damage.
+// damage. A check a peer's schema change interrupted (several processes
+// opening a fresh data dir at once, each migrating) runs again: a changed
+// schema is not damage.
 func quickCheck(ctx context.Context, db *sql.DB) (reason string, err error) {
 	var res string
-	if err := db.QueryRowContext(ctx, "PRAGMA quick_check").Scan(&res); err != nil {
+	for try := 1; ; try++ {
+		err = db.QueryRowContext(ctx, "PRAGMA quick_check").Scan(&res)
+		if err == nil || !schemaChanged(err) || try == quickCheckTries {
+			break
+		}
+	}
+	if err != nil {
 		if isCorruption(err) {
 			return err.Error(), nil
 		}
