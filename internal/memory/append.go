@@ -29,7 +29,7 @@ func AppendToSection(md, heading, line string) (out string, at int) {
 	if strings.HasPrefix(line, "#") {
 		line = "\\" + line
 	}
-	at, found := sectionEnd(md, heading)
+	_, _, at, found := section(md, heading)
 	if !found {
 		ins := ""
 		if md != "" && !strings.HasSuffix(md, "\n\n") {
@@ -47,46 +47,35 @@ func AppendToSection(md, heading, line string) (out string, at int) {
 	return md[:at] + ins + md[at:], at
 }
 
-// sectionEnd is the offset just past the last non-blank line of the first
-// H2 section named heading (its heading line when it is empty).
-func sectionEnd(md, heading string) (int, bool) {
-	off, end, in := 0, 0, false
+// section locates the first H2 section named heading: its body runs from
+// start to end, and its content ends at content, just past its last
+// non-blank line (start when the section is empty).
+func section(md, heading string) (start, end, content int, ok bool) {
+	off := 0
 	for _, l := range strings.SplitAfter(md, "\n") {
-		if l == "" {
-			break
-		}
 		isH2 := strings.HasPrefix(l, "## ")
 		switch {
-		case in && isH2:
-			return end, true
-		case !in && isH2 && strings.TrimSpace(l[3:]) == heading:
-			in, end = true, off+len(l)
-		case in && strings.TrimSpace(l) != "":
-			end = off + len(l)
+		case ok && isH2:
+			return start, off, content, true
+		case !ok && isH2 && strings.TrimSpace(l[3:]) == heading:
+			ok, start = true, off+len(l)
+			content = start
+		case ok && strings.TrimSpace(l) != "":
+			content = off + len(l)
 		}
 		off += len(l)
 	}
-	return end, in
+	return start, len(md), content, ok
 }
 
 // SectionBody is the text under the first H2 section named heading: the
 // one AppendToSection adds to.
 func SectionBody(md, heading string) (string, bool) {
-	off, start, in := 0, 0, false
-	for _, l := range strings.SplitAfter(md, "\n") {
-		isH2 := strings.HasPrefix(l, "## ")
-		switch {
-		case in && isH2:
-			return md[start:off], true
-		case !in && isH2 && strings.TrimSpace(l[3:]) == heading:
-			in, start = true, off+len(l)
-		}
-		off += len(l)
-	}
-	if !in {
+	start, end, _, ok := section(md, heading)
+	if !ok {
 		return "", false
 	}
-	return md[start:], true
+	return md[start:end], true
 }
 
 // AppendToSectionFile appends line to the H2 section heading of the file at

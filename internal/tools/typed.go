@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 
+	"github.com/raven-agent/raven/internal/llm"
 	"github.com/raven-agent/raven/internal/strictjson"
 )
 
@@ -79,17 +80,33 @@ func (t *Typed[A]) Parameters() map[string]any { return t.params }
 // and runs the tool. The registry has validated already; a tool run
 // directly (a test, a wrapper) gets the same check and the same errors.
 func (t *Typed[A]) Run(ctx context.Context, raw json.RawMessage) (string, error) {
-	if err := checkArgs(t.name, t.resolved, raw); err != nil {
+	a, err := t.Decode(raw)
+	if err != nil {
 		return "", err
+	}
+	return t.run(ctx, a)
+}
+
+// Decode validates raw against the derived schema and decodes it strictly
+// into A: Run's check, for a caller that wants the arguments themselves (a
+// model's answer through a tool it was made to call).
+func (t *Typed[A]) Decode(raw json.RawMessage) (A, error) {
+	var a A
+	if err := checkArgs(t.name, t.resolved, raw); err != nil {
+		return a, err
 	}
 	if len(raw) == 0 {
 		raw = json.RawMessage("{}")
 	}
-	var a A
 	if err := strictjson.Decode(raw, &a); err != nil {
-		return "", fmt.Errorf("%w for %s: %w", ErrInvalidArgs, t.name, err)
+		return a, fmt.Errorf("%w for %s: %w", ErrInvalidArgs, t.name, err)
 	}
-	return t.run(ctx, a)
+	return a, nil
+}
+
+// Def is the tool as a model request lists it.
+func (t *Typed[A]) Def() llm.Tool {
+	return llm.Tool{Name: t.name, Description: t.description, Parameters: t.params}
 }
 
 // resolvedSchema lets the registry reuse the schema resolved in New.

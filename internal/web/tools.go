@@ -81,12 +81,6 @@ func (w *Web) Close() {
 	w.search.CloseIdleConnections()
 }
 
-// Fetcher is web_fetch's fetcher.
-func (w *Web) Fetcher() *Fetcher { return w.fetch }
-
-// Backend is the configured search backend; nil when none is.
-func (w *Web) Backend() Backend { return w.backend }
-
 // FetchArgs are web_fetch's arguments.
 type FetchArgs struct {
 	URL      string `json:"url" jsonschema:"the http or https URL to fetch"`

@@ -10,12 +10,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/google/jsonschema-go/jsonschema"
-
 	"github.com/raven-agent/raven/internal/clock"
 	"github.com/raven-agent/raven/internal/llm"
 	"github.com/raven-agent/raven/internal/statefile"
-	"github.com/raven-agent/raven/internal/strictjson"
+	"github.com/raven-agent/raven/internal/tools"
 )
 
 // AnalysisSection is the state store section holding the day's analysis.
@@ -80,10 +78,11 @@ type DailyAnalysisOptions struct {
 // shared state, so two processes never both make it — and hands the result
 // to every producer that asks.
 type DailyAnalysis struct {
-	o      DailyAnalysisOptions
-	log    *slog.Logger
-	tool   llm.Tool
-	schema *jsonschema.Resolved
+	o   DailyAnalysisOptions
+	log *slog.Logger
+	// tool is record_analysis, declared as its argument type: the schema
+	// the model is sent and the check of its answer.
+	tool *tools.Typed[analysisArgs]
 
 	mu     sync.Mutex
 	tried  string // the day this process saw the attempt finished
@@ -105,28 +104,14 @@ func NewDailyAnalysis(o DailyAnalysisOptions) (*DailyAnalysis, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s, err := jsonschema.For[analysisArgs](nil)
+	tool, err := tools.New(RecordAnalysisTool, "Record the day's analysis of the owner's notes and conversation.",
+		func(context.Context, analysisArgs) (string, error) { return "", nil },
+		tools.Len("commitments", 0, analysisMaxCommitments), tools.Len("commitments[].text", 0, analysisTextMax),
+		tools.Len("themes", 0, analysisMaxThemes))
 	if err != nil {
-		return nil, fmt.Errorf("daily analysis: schema: %w", err)
+		return nil, fmt.Errorf("daily analysis: %w", err)
 	}
-	nc, nt, tl := analysisMaxCommitments, analysisMaxThemes, analysisTextMax
-	s.Properties["commitments"].MaxItems = &nc
-	s.Properties["commitments"].Items.Properties["text"].MaxLength = &tl
-	s.Properties["themes"].MaxItems = &nt
-	resolved, err := s.Resolve(nil)
-	if err != nil {
-		return nil, fmt.Errorf("daily analysis: schema: %w", err)
-	}
-	raw, _ := json.Marshal(s)
-	var params map[string]any
-	if err := json.Unmarshal(raw, &params); err != nil {
-		return nil, fmt.Errorf("daily analysis: schema: %w", err)
-	}
-	return &DailyAnalysis{o: o, log: log, schema: resolved, tool: llm.Tool{
-		Name:        RecordAnalysisTool,
-		Description: "Record the day's analysis of the owner's notes and conversation.",
-		Parameters:  params,
-	}}, nil
+	return &DailyAnalysis{o: o, log: log, tool: tool}, nil
 }
 
 // analysisState is the store section: the day's attempt (the claim that
@@ -219,7 +204,7 @@ func (d *DailyAnalysis) run(ctx context.Context, day string, now time.Time) Anal
 			{Role: llm.RoleSystem, Content: analysisSystemPrompt},
 			{Role: llm.RoleUser, Content: "Today is " + now.Format("Monday 2 January 2006") + ".\n\n" + input},
 		},
-		Tools:       []llm.Tool{d.tool},
+		Tools:       []llm.Tool{d.tool.Def()},
 		ToolChoice:  llm.ToolChoice(RecordAnalysisTool),
 		MaxTokens:   analysisMaxTokens,
 		Temperature: &temp,
@@ -245,15 +230,8 @@ func (d *DailyAnalysis) parse(resp *llm.Response, res *Analysis) error {
 		if c.Name != RecordAnalysisTool {
 			continue
 		}
-		var instance any
-		if err := json.Unmarshal([]byte(c.Arguments), &instance); err != nil {
-			return fmt.Errorf("daily analysis: arguments are not JSON: %w", err)
-		}
-		if err := d.schema.Validate(instance); err != nil {
-			return fmt.Errorf("daily analysis: %w", err)
-		}
-		var a analysisArgs
-		if err := strictjson.Decode([]byte(c.Arguments), &a); err != nil {
+		a, err := d.tool.Decode(json.RawMessage(c.Arguments))
+		if err != nil {
 			return fmt.Errorf("daily analysis: %w", err)
 		}
 		for _, cm := range a.Commitments {

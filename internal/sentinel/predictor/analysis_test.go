@@ -93,7 +93,7 @@ func TestDailyAnalysisFailureKeepsYesterday(t *testing.T) {
 		{"no tool call", func(int32) (*llm.Response, error) { return &llm.Response{Content: "hello"}, nil }, "did not call"},
 		{"unknown field", analysisReply(`{"commitments":[],"themes":[],"mood":"great"}`), "mood"},
 		{"too many themes", analysisReply(`{"commitments":[],"themes":["a","b","c","d","e","f"]}`), "themes"},
-		{"not json", analysisReply(`{"themes":`), "not JSON"},
+		{"not json", analysisReply(`{"themes":`), "not valid JSON"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
