@@ -26,7 +26,7 @@ func FuzzDecodeStrictAgrees(f *testing.F) {
 		}
 		var slow, fast file
 		serr := strictjson.Decode(data, &slow)
-		ferr := decodeStrict(data, &fast)
+		ferr := strictjson.DecodeLarge(data, &fast)
 		if (serr == nil) != (ferr == nil) {
 			t.Fatalf("strictjson: %v; fast path: %v; input %q", serr, ferr, data)
 		}

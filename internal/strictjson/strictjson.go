@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	segjson "github.com/segmentio/encoding/json"
 	"io"
 )
 
@@ -75,6 +76,20 @@ func Decode(data []byte, v any) error {
 		return &Error{Kind: ErrTrailingData, Offset: int64(rest), Detail: ErrTrailingData.Error()}
 	}
 	return nil
+}
+
+// DecodeLarge is Decode for large documents read on a hot path (the cron
+// snapshot at 10,000 jobs): segmentio/encoding's decoder, about four times
+// faster, takes the input first with unknown fields refused; anything it
+// does not take whole is decided by Decode, which also words the error. A
+// caller's differential fuzz (cron's FuzzDecodeStrictAgrees) holds that the
+// two accept the same documents and decode them alike.
+func DecodeLarge(data []byte, v any) error {
+	rest, err := segjson.Parse(data, v, segjson.DisallowUnknownFields)
+	if err == nil && skipSpace(rest, 0) == len(rest) && skipSpace(data, 0) < len(data) {
+		return nil
+	}
+	return Decode(data, v)
 }
 
 // DecodeReader reads at most limit bytes from r and decodes them as Decode

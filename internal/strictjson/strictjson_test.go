@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -167,4 +168,37 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("%q: %T %v", in, err, err)
 		}
 	})
+}
+
+// DecodeLarge decides as Decode does and reports Decode's errors.
+func TestDecodeLargeAgreesWithDecode(t *testing.T) {
+	type item struct {
+		ID   string `json:"id"`
+		Tags []int  `json:"tags,omitempty"`
+	}
+	type doc struct {
+		Version int    `json:"version"`
+		Items   []item `json:"items"`
+	}
+	cases := []string{
+		`{"version":2,"items":[{"id":"a","tags":[1,2]},{"id":"b"}]}`,
+		`  {"version":1,"items":[]}  `,
+		`{"version":1,"items":[{"id":"a","extra":1}]}`,
+		`{"version":1,"items":[]} {}`,
+		`{"version":"x"}`,
+		``,
+		`   `,
+		`{"version":1,"items":[{"ID":"case-insensitive like encoding/json"}]}`,
+	}
+	for _, c := range cases {
+		var slow, fast doc
+		serr := Decode([]byte(c), &slow)
+		ferr := DecodeLarge([]byte(c), &fast)
+		if (serr == nil) != (ferr == nil) || (serr != nil && serr.Error() != ferr.Error()) {
+			t.Errorf("%q: Decode %v, DecodeLarge %v", c, serr, ferr)
+		}
+		if serr == nil && !reflect.DeepEqual(slow, fast) {
+			t.Errorf("%q: decoded %+v vs %+v", c, slow, fast)
+		}
+	}
 }
