@@ -105,7 +105,7 @@ func (w *Writer) Remember(ctx context.Context, f Fact) (Written, error) {
 		return Written{}, err
 	}
 	now := w.o.Clock.Now()
-	line := "- " + text + " (" + now.Format(time.DateOnly) + ")"
+	line := memory.Noted("- "+text, now)
 	wr := Written{At: now.UTC(), Path: w.o.MemoryPath, Section: section, Text: line, Origin: f.Origin, Conversation: f.Conversation}
 	var existing string
 	written, err := memory.AppendToSectionFile(ctx, w.o.MemoryPath, section, line, w.o.MaxBytes, func(body string) bool {
@@ -136,7 +136,7 @@ func (w *Writer) Remember(ctx context.Context, f Fact) (Written, error) {
 func findFact(body, text string) string {
 	for _, l := range strings.Split(body, "\n") {
 		l = strings.TrimRight(l, "\r ")
-		if l == "- "+text || strings.HasPrefix(l, "- "+text+" (") && strings.HasSuffix(l, ")") {
+		if rest, _, _ := memory.CutNoted(l, time.UTC); rest == "- "+text {
 			return l
 		}
 	}

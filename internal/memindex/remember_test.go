@@ -38,10 +38,10 @@ func TestRememberNeverRewritesOwnerText(t *testing.T) {
 	cases := []struct {
 		fact, section, wantSection, wantLine string
 	}{
-		{"Flight to Lisbon on 12 December", "", "Notes", "- Flight to Lisbon on 12 December (2026-12-01)"},
-		{"Ana likes  orchids\nand ferns", "## Family", "Family", "- Ana likes orchids and ferns (2026-12-01)"},
-		{"Quarterly report due Friday", "Work", "Work", "- Quarterly report due Friday (2026-12-01)"},
-		{"Car service in March", "Car", "Car", "- Car service in March (2026-12-01)"},
+		{"Flight to Lisbon on 12 December", "", "Notes", "- Flight to Lisbon on 12 December (noted 2026-12-01)"},
+		{"Ana likes  orchids\nand ferns", "## Family", "Family", "- Ana likes orchids and ferns (noted 2026-12-01)"},
+		{"Quarterly report due Friday", "Work", "Work", "- Quarterly report due Friday (noted 2026-12-01)"},
+		{"Car service in March", "Car", "Car", "- Car service in March (noted 2026-12-01)"},
 	}
 	for _, c := range cases {
 		before, _ := os.ReadFile(p)
@@ -113,7 +113,7 @@ func TestRememberRefusesAndDeduplicates(t *testing.T) {
 	}
 	clk.Advance(48 * time.Hour)
 	wr, err := w.Remember(ctx, Fact{Text: "likes   jazz"})
-	if err != nil || !wr.Already || wr.Text != "- likes jazz (2026-12-01)" {
+	if err != nil || !wr.Already || wr.Text != "- likes jazz (noted 2026-12-01)" {
 		t.Fatalf("second remember: %+v %v", wr, err)
 	}
 	cases := []struct {
@@ -131,7 +131,7 @@ func TestRememberRefusesAndDeduplicates(t *testing.T) {
 		}
 	}
 	b, _ := os.ReadFile(p)
-	if string(b) != "## Notes\n- likes jazz (2026-12-01)\n" {
+	if string(b) != "## Notes\n- likes jazz (noted 2026-12-01)\n" {
 		t.Fatalf("MEMORY.md = %q", b)
 	}
 	if log, _ := w.Log(ctx, 0); len(log) != 1 {
@@ -158,7 +158,7 @@ func TestTools(t *testing.T) {
 		return reg.Run(ctx, llm.ToolCall{ID: "1", Name: name, Arguments: args})
 	}
 	out, err := run(RememberToolName, `{"fact":"The boat is called Osprey","section":"Boat"}`)
-	if err != nil || out != "Wrote to MEMORY.md under \"## Boat\":\n- The boat is called Osprey (2026-12-01)" {
+	if err != nil || out != "Wrote to MEMORY.md under \"## Boat\":\n- The boat is called Osprey (noted 2026-12-01)" {
 		t.Fatalf("remember: %q %v", out, err)
 	}
 	if log, _ := w.Log(context.Background(), 0); len(log) != 1 || log[0].Origin != "user" || log[0].Conversation != "telegram:42" {

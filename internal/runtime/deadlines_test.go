@@ -45,3 +45,18 @@ func TestInformalDeadlineReachesPlannerAndPlan(t *testing.T) {
 		t.Fatalf("Friday's plan has no slot for the dentist: %+v", sys.Plan.Slots(clk.Now()))
 	}
 }
+
+// A fact the remember tool wrote carries the day it was noted: its informal
+// date resolves against that day, and the stamp itself is no deadline —
+// through the assembled runtime's own tools.
+func TestRememberedFactIsOneDeadline(t *testing.T) {
+	a, _ := newSentinelApp(t, false, []llm.Turn{})
+	ctx := context.Background()
+	if _, err := a.Tools().Run(ctx, llm.ToolCall{ID: "r", Name: "remember", Arguments: `{"fact":"call the plumber tomorrow 9am"}`}); err != nil {
+		t.Fatal(err)
+	}
+	items := a.Sentinel().Deadlines(ctx)
+	if len(items) != 1 || items[0].From != "tomorrow 9am" || !items[0].At.Equal(time.Date(2025, 3, 5, 9, 0, 0, 0, time.UTC)) {
+		t.Fatalf("deadlines = %+v, want one, tomorrow 09:00", items)
+	}
+}

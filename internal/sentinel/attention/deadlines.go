@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/raven-agent/raven/internal/memory"
 	"github.com/raven-agent/raven/internal/sentinel/textcut"
 	"github.com/raven-agent/raven/internal/sentinel/when"
 )
@@ -123,6 +124,11 @@ func (d Deadlines) Items(in Input) []Item {
 				line = historyPrefix.ReplaceAllString(line, "")
 			}
 			line = strings.Join(strings.Fields(strings.TrimLeft(strings.TrimSpace(line), "-*# ")), " ")
+			if rest, day, ok := memory.CutNoted(line, loc); ok {
+				// A line Raven noted (remember) carries its day: what its
+				// dates are read against, and no deadline itself.
+				line, written = rest, day
+			}
 			if line == "" {
 				continue
 			}

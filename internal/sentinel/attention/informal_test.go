@@ -48,6 +48,9 @@ func TestDeadlinesInformal(t *testing.T) {
 		{"day month", "flights 15 Mar\n", "", when.DMY, []string{`2025-03-15 (in 3 days, memory, from "15 Mar"`}, nil},
 		{"numeric month first", "rent 03/14\n", "", when.MDY, []string{`2025-03-14 (in 2 days, memory, from "03/14"`}, nil},
 		{"numeric day first", "rent 14/03\n", "", when.DMY, []string{`2025-03-14 (in 2 days, memory, from "14/03"`}, nil},
+		{"a line Raven noted resolves against its day, and its stamp is no deadline",
+			"## Notes\n- invoice due in 3 days (noted 2025-03-11)\n", "", when.DMY,
+			[]string{`2025-03-14 (in 2 days, memory, from "in 3 days" written 2025-03-11): invoice due in 3 days`}, []string{"noted", "2025-03-11 ("}},
 		{"iso dates say nothing about resolution", "vat 2025-03-14\n", "", when.DMY, []string{"2025-03-14 (in 2 days, memory): vat"}, []string{"from"}},
 	}
 	for _, tc := range tests {
