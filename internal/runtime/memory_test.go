@@ -41,11 +41,11 @@ func TestMemoryToolsThroughBuild(t *testing.T) {
 	if len(reqs) != 5 {
 		t.Fatalf("%d model calls, want 5:\n%s", len(reqs), fake)
 	}
-	if r, ok := reqs[2].ToolResult("call_fake_2_1"); !ok || r.Content != `Wrote to MEMORY.md under "## Notes":`+"\n- Boat mooring is berth 14 at the north pier (2025-03-04)" {
+	if r, ok := reqs[2].ToolResult("call_fake_2_1"); !ok || r.Content != `Wrote to MEMORY.md under "## Notes":`+"\n- Boat mooring is berth 14 at the north pier (noted 2025-03-04)" {
 		t.Fatalf("remember's result to the model: %+v\n%s", r, fake)
 	}
 	got, _ := os.ReadFile(a.Paths().Memory())
-	want := strings.Replace(owner, "- likes tea\n", "- likes tea\n- Boat mooring is berth 14 at the north pier (2025-03-04)\n", 1)
+	want := strings.Replace(owner, "- likes tea\n", "- likes tea\n- Boat mooring is berth 14 at the north pier (noted 2025-03-04)\n", 1)
 	if string(got) != want {
 		t.Fatalf("MEMORY.md:\n%q\nwant\n%q", got, want)
 	}
